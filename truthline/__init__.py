@@ -1,0 +1,15 @@
+"""truthline: human-in-the-loop annotation and provenance audit for VLM benchmarks.
+
+Public API: load a project (``load_project``), open a store (``Store``) or a workspace
+(``Workspace``); stage packages (``truthline.prefill``, ``annotate``, ``audit``,
+``benchmark``, ``dashboards``) expose their own APIs.
+"""
+
+__version__ = "0.1.0"
+
+from truthline.errors import ProjectError, TruthlineError  # noqa: E402
+from truthline.project import Project, load_project  # noqa: E402
+from truthline.store import Store  # noqa: E402
+from truthline.workspace import Workspace  # noqa: E402
+
+__all__ = ["Project", "ProjectError", "Store", "TruthlineError", "Workspace", "__version__", "load_project"]

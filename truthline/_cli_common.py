@@ -1,0 +1,70 @@
+"""Shared CLI plumbing for the stage sub-apps: workspace/db options, --json output, errors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from truthline.workspace import Workspace
+
+console = Console()
+err_console = Console(stderr=True)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
+ProjectOpt = Annotated[
+    str | None,
+    typer.Option("--project", "-p", help="Project name in the workspace (default: the only one)."),
+]
+
+
+@dataclass
+class State:
+    workspace: Path | None = None
+    db: str | None = None
+    _ws: Workspace | None = None
+
+    @property
+    def ws(self) -> Workspace:
+        if self._ws is None:
+            self._ws = Workspace.from_env(self.workspace, self.db)
+        return self._ws
+
+
+def state(ctx: typer.Context) -> State:
+    obj = ctx.find_root().obj
+    if not isinstance(obj, State):
+        obj = State()
+        ctx.find_root().obj = obj
+    return obj
+
+
+def workspace(ctx: typer.Context) -> Workspace:
+    return state(ctx).ws
+
+
+def print_json(data: Any) -> None:
+    typer.echo(json.dumps(data, indent=2, sort_keys=False, default=str))
+
+
+def emit(data: Any, as_json: bool, render: Callable[[], None]) -> None:
+    """Print ``data`` as JSON, or call ``render`` for the human-readable form."""
+    if as_json:
+        print_json(data)
+    else:
+        render()
+
+
+def planned(app: typer.Typer, what: str) -> None:
+    """Give a stage sub-app a default action that says what it will do (until it is built)."""
+
+    @app.callback(invoke_without_command=True)
+    def _default(ctx: typer.Context) -> None:
+        if ctx.invoked_subcommand is None:
+            console.print(what)
+            console.print("Run with --help to see the commands available now.")

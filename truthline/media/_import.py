@@ -1,0 +1,244 @@
+"""Importing media into a project: files → items, metadata CSV → strata, corrupt media skipped.
+
+Items are identified by a key (path relative to the media root, without extension; a
+folder for ``frames`` projects) and a content hash. Re-importing the same media is a
+no-op; changed metadata is updated; an unreadable file is recorded with its reason and
+the import goes on.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from truthline.errors import TruthlineError
+from truthline.project import Project
+from truthline.store import Store, now, tables
+
+IMAGE_EXTS = {".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff"}
+VIDEO_EXTS = {".mp4", ".avi", ".mov", ".mkv", ".webm", ".m4v", ".mpg", ".mpeg"}
+
+
+def file_hash(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def check_image(path: Path) -> str | None:
+    """None if the image decodes, else the reason it does not."""
+    from PIL import Image
+
+    try:
+        with Image.open(path) as im:
+            im.verify()
+        with Image.open(path) as im:
+            im.load()
+    except Exception as exc:
+        return f"unreadable image: {type(exc).__name__}: {exc}"
+    return None
+
+
+def check_video(path: Path) -> str | None:
+    import cv2
+
+    cap = cv2.VideoCapture(str(path))
+    try:
+        if not cap.isOpened():
+            return "unreadable video: cannot open the container"
+        ok, frame = cap.read()
+        if not ok or frame is None:
+            return "unreadable video: no decodable frame"
+    finally:
+        cap.release()
+    return None
+
+
+@dataclass
+class Candidate:
+    key: str
+    media: list[Path]
+    meta: dict[str, Any] = field(default_factory=dict)
+    parent: str | None = None
+    sim_truth: Any = None
+
+
+@dataclass
+class ImportReport:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "added": self.added,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
+        }
+
+
+def discover(project: Project, path: Path, root: Path) -> list[Candidate]:
+    """Find items under ``path`` according to the project's media kind."""
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    exts = VIDEO_EXTS if project.media == "video" else IMAGE_EXTS
+    media = [p for p in files if p.suffix.lower() in exts]
+    out: list[Candidate] = []
+    if project.media == "frames":
+        groups: dict[Path, list[Path]] = {}
+        for p in media:
+            groups.setdefault(p.parent, []).append(p)
+        for folder, frames in sorted(groups.items()):
+            key = folder.relative_to(root).as_posix() if folder != root else folder.name
+            out.append(Candidate(key=key, media=sorted(frames)))
+    else:
+        for p in media:
+            out.append(Candidate(key=p.relative_to(root).with_suffix("").as_posix(), media=[p]))
+    return out
+
+
+def read_metadata(csv_path: Path, project: Project, candidates: list[Candidate], root: Path) -> None:
+    """Attach metadata CSV rows to candidates; every problem names its row and column."""
+    by_key = {c.key: c for c in candidates}
+    by_path = {m.relative_to(root).as_posix(): c for c in candidates for m in c.media}
+    problems: list[str] = []
+    try:
+        fh = csv_path.open(newline="", encoding="utf-8-sig")
+    except OSError as exc:
+        raise TruthlineError(f"{csv_path}: cannot read the metadata CSV: {exc.strerror}") from None
+    with fh:
+        reader = csv.DictReader(fh)
+        cols = reader.fieldnames or []
+        id_col = next((c for c in ("key", "item", "item_id", "path", "file", "clip") if c in cols), None)
+        if id_col is None:
+            raise TruthlineError(
+                f"{csv_path}: no identifying column; add one named 'key' or 'path' (relative to the media root)"
+            )
+        missing = [s for s in project.strata if s not in cols]
+        if missing:
+            raise TruthlineError(
+                f"{csv_path}: missing strata column(s) {', '.join(missing)} declared in the project's 'strata'"
+            )
+        for rowno, row in enumerate(reader, start=2):
+            if None in row:
+                problems.append(f"{csv_path}: row {rowno}: more cells than the header has columns")
+                continue
+            ident = (row.get(id_col) or "").strip()
+            if not ident:
+                problems.append(f"{csv_path}: row {rowno}, column {id_col!r}: empty")
+                continue
+            cand = by_key.get(ident) or by_path.get(ident) or by_key.get(Path(ident).with_suffix("").as_posix())
+            if cand is None:
+                problems.append(f"{csv_path}: row {rowno}, column {id_col!r}: no media item {ident!r} under {root}")
+                continue
+            for s in project.strata:
+                if not (row.get(s) or "").strip():
+                    problems.append(f"{csv_path}: row {rowno}, column {s!r}: empty value for a declared stratum")
+            meta = {k: v for k, v in row.items() if k not in (id_col, "sim_truth") and v is not None}
+            if "sim_truth" in row and (row["sim_truth"] or "").strip():
+                try:
+                    cand.sim_truth = json.loads(row["sim_truth"])
+                except json.JSONDecodeError as exc:
+                    problems.append(f"{csv_path}: row {rowno}, column 'sim_truth': invalid JSON ({exc.msg})")
+            cand.meta = meta
+            if project.cluster and meta.get(project.cluster):
+                cand.parent = meta[project.cluster]
+    if problems:
+        head = "\n".join(problems[:50])
+        more = f"\n... and {len(problems) - 50} more" if len(problems) > 50 else ""
+        raise TruthlineError(f"metadata problems (nothing was imported):\n{head}{more}")
+
+
+def import_items(
+    store: Store,
+    project: Project,
+    path: str | Path,
+    *,
+    metadata: str | Path | None = None,
+    media_root: str | Path | None = None,
+    progress: bool = True,
+) -> ImportReport:
+    """Import every media item under ``path`` into ``project`` (idempotent)."""
+    path = Path(path).resolve()
+    if not path.exists():
+        raise TruthlineError(f"{path}: no such file or folder")
+    root = Path(media_root).resolve() if media_root else (path if path.is_dir() else path.parent)
+    try:
+        path.relative_to(root)
+    except ValueError:
+        raise TruthlineError(f"{path} is not inside the media root {root}; pass --media-root") from None
+    candidates = discover(project, path, root)
+    if not candidates:
+        kinds = "videos" if project.media == "video" else "images"
+        raise TruthlineError(f"{path}: no {kinds} found for a {project.media!r} project")
+    if metadata:
+        read_metadata(Path(metadata), project, candidates, root)
+
+    report = ImportReport()
+    checker = check_video if project.media == "video" else check_image
+    from rich.progress import Progress
+
+    with Progress(disable=not progress, transient=True) as bar:
+        task = bar.add_task("importing media", total=len(candidates))
+        for cand in candidates:
+            bar.advance(task)
+            bad = next(((m, r) for m in cand.media if (r := checker(m))), None)
+            rel = [m.relative_to(root).as_posix() for m in cand.media]
+            if bad:
+                relp = bad[0].relative_to(root).as_posix()
+                report.skipped.append((relp, bad[1]))
+                _record_skip(store, project.name, relp, bad[1])
+                continue
+            hashes = [file_hash(m) for m in cand.media]
+            chash = hashes[0] if len(hashes) == 1 else hashlib.sha256("".join(hashes).encode()).hexdigest()
+            _upsert(store, project, cand, rel, str(root), chash, report)
+    return report
+
+
+def _record_skip(store: Store, project: str, path: str, reason: str) -> None:
+    t = tables.skipped_media
+    with store.begin() as conn:
+        row = conn.execute(select(t.c.id).where(t.c.project == project, t.c.path == path)).first()
+        if row:
+            conn.execute(t.update().where(t.c.id == row[0]).values(reason=reason, created_at=now()))
+        else:
+            conn.execute(t.insert().values(project=project, path=path, reason=reason, created_at=now()))
+
+
+def _upsert(store: Store, project: Project, cand: Candidate, rel: list[str], root: str, chash: str, report: ImportReport) -> None:
+    t = tables.items
+    ts = now()
+    with store.begin() as conn:
+        row = conn.execute(select(t).where(t.c.project == project.name, t.c.key == cand.key)).first()
+        values = dict(
+            media_kind=project.media,
+            media=rel,
+            media_root=root,
+            content_hash=chash,
+            meta=cand.meta,
+            parent=cand.parent,
+        )
+        if cand.sim_truth is not None:
+            values["sim_truth"] = cand.sim_truth
+        if row is None:
+            conn.execute(t.insert().values(project=project.name, key=cand.key, created_at=ts, updated_at=ts, **values))
+            report.added += 1
+            return
+        old = dict(row._mapping)
+        if not cand.meta and old["meta"]:
+            values["meta"] = old["meta"]  # re-import without a CSV keeps the metadata
+            values["parent"] = old["parent"]
+        if all(old.get(k) == v for k, v in values.items()):
+            report.unchanged += 1
+            return
+        conn.execute(t.update().where(t.c.id == old["id"]).values(updated_at=ts, **values))
+        report.updated += 1

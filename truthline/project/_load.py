@@ -1,0 +1,198 @@
+"""Loading and validating project definitions (TOML or YAML).
+
+Every problem is collected and reported at once, each with the file and the dotted
+field path, e.g. ``project.toml: fields.workers.fields.action.taxonomy: unknown taxonomy 'acts'``.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from truthline.errors import ProjectError
+from truthline.fields import EntityListSpec, FieldSpec, get_field_type, registered_field_types
+from truthline.project._model import Project
+
+DEFINITION_NAMES = ("project.toml", "project.yaml", "project.yml")
+
+
+def _loc(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(p) for p in loc)
+
+
+def _pyd_problems(exc: ValidationError, prefix: str = "") -> list[tuple[str, str]]:
+    out = []
+    for err in exc.errors():
+        path = _loc(err["loc"])
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown setting (check the spelling)"
+        out.append((f"{prefix}.{path}" if prefix and path else prefix or path, msg))
+    return out
+
+
+def find_definition(path: Path) -> Path:
+    """The definition file for ``path`` (a file, or a folder holding project.toml/yaml)."""
+    if path.is_dir():
+        for name in DEFINITION_NAMES:
+            if (path / name).is_file():
+                return path / name
+        raise ProjectError(str(path), [("", "no project.toml or project.yaml in this folder")])
+    if not path.is_file():
+        raise ProjectError(str(path), [("", "file not found")])
+    return path
+
+
+def read_raw(file: Path) -> dict[str, Any]:
+    text = file.read_text(encoding="utf-8")
+    try:
+        if file.suffix == ".toml":
+            data = tomllib.loads(text)
+        elif file.suffix in (".yaml", ".yml"):
+            data = yaml.safe_load(text)
+        else:
+            raise ProjectError(str(file), [("", "expected a .toml, .yaml or .yml file")])
+    except tomllib.TOMLDecodeError as exc:
+        raise ProjectError(str(file), [("", f"invalid TOML: {exc}")]) from None
+    except yaml.YAMLError as exc:
+        raise ProjectError(str(file), [("", f"invalid YAML: {exc}")]) from None
+    if not isinstance(data, dict):
+        raise ProjectError(str(file), [("", "the definition must be a table/mapping at top level")])
+    return data
+
+
+def _validate_spec(raw: Any, path: str, problems: list[tuple[str, str]], depth: int = 0) -> FieldSpec | None:
+    if not isinstance(raw, dict):
+        problems.append((path, "a field must be a table with at least a 'type'"))
+        return None
+    ftype = raw.get("type")
+    if ftype is None:
+        problems.append((f"{path}.type", "missing; one of " + ", ".join(sorted(registered_field_types()))))
+        return None
+    try:
+        cls = get_field_type(ftype)
+    except KeyError as exc:
+        problems.append((f"{path}.type", str(exc.args[0])))
+        return None
+    try:
+        spec = cls.Spec.model_validate(raw)
+    except ValidationError as exc:
+        problems.extend(_pyd_problems(exc, path))
+        return None
+    if isinstance(spec, EntityListSpec):
+        if depth > 0:
+            problems.append((path, "entity lists cannot be nested"))
+            return None
+        if not spec.fields:
+            problems.append((f"{path}.fields", "an entity list needs at least one subfield"))
+        subs: dict[str, Any] = {}
+        for name, sub in spec.fields.items():
+            v = _validate_spec(sub, f"{path}.fields.{name}", problems, depth + 1)
+            if v is not None:
+                subs[name] = v
+        spec.fields = subs
+        if spec.key and spec.key not in spec.fields:
+            problems.append((f"{path}.key", f"key {spec.key!r} is not one of its subfields"))
+        if spec.match_region:
+            r = spec.fields.get(spec.match_region)
+            if r is None or r.type != "region":
+                problems.append((f"{path}.match_region", f"{spec.match_region!r} is not a region subfield"))
+    return spec
+
+
+def _check_choice(spec: FieldSpec, path: str, project: Project, problems: list[tuple[str, str]]) -> None:
+    choices = getattr(spec, "choices", None)
+    taxonomy = getattr(spec, "taxonomy", None)
+    if spec.type not in ("single_choice", "multi_choice"):
+        return
+    if not choices and not taxonomy:
+        problems.append((path, "a choice field needs 'choices' or 'taxonomy'"))
+    if taxonomy and taxonomy not in project.taxonomies:
+        known = ", ".join(sorted(project.taxonomies)) or "none declared"
+        problems.append((f"{path}.taxonomy", f"unknown taxonomy {taxonomy!r} (known: {known})"))
+    if choices and len(set(choices)) != len(choices):
+        problems.append((f"{path}.choices", "duplicate choices"))
+
+
+def validate_data(data: dict[str, Any], file: str, base: Path | None = None) -> Project:
+    """Validate a raw definition mapping; raises ProjectError listing every problem."""
+    problems: list[tuple[str, str]] = []
+    try:
+        project = Project.model_validate(data)
+    except ValidationError as exc:
+        raise ProjectError(file, _pyd_problems(exc)) from None
+
+    for tname, tax in project.taxonomies.items():
+        seen: set[str] = set()
+        for i, cls in enumerate(tax.classes):
+            if tax.groups and cls.group not in tax.groups:
+                problems.append((f"taxonomies.{tname}.classes.{i}.group", f"unknown group {cls.group!r} (declared: {', '.join(tax.groups)})"))
+            if cls.code in seen:
+                problems.append((f"taxonomies.{tname}.classes.{i}.code", f"duplicate class code {cls.code!r}"))
+            seen.add(cls.code)
+        for g, w in tax.group_credit.items():
+            if tax.groups and g not in tax.groups:
+                problems.append((f"taxonomies.{tname}.group_credit.{g}", f"unknown group {g!r}"))
+            if not 0 <= w <= 1:
+                problems.append((f"taxonomies.{tname}.group_credit.{g}", "partial credit must be in [0, 1]"))
+
+    if not project.fields:
+        problems.append(("fields", "declare at least one field"))
+    specs: dict[str, FieldSpec] = {}
+    for name, raw in project.fields.items():
+        spec = _validate_spec(raw, f"fields.{name}", problems)
+        if spec is None:
+            continue
+        specs[name] = spec
+        subs = spec.fields.items() if isinstance(spec, EntityListSpec) else []
+        _check_choice(spec, f"fields.{name}", project, problems)
+        for sname, sspec in subs:
+            _check_choice(sspec, f"fields.{name}.fields.{sname}", project, problems)
+
+    if len(set(project.strata)) != len(project.strata):
+        problems.append(("strata", "duplicate strata columns"))
+    if project.media == "frames" and project.frames_per_item is None:
+        pass  # any number of frames per item is allowed
+
+    if not problems:
+        project._specs = specs
+        project._types = {
+            n: get_field_type(s.type)(n, s, project.taxonomies) for n, s in specs.items()
+        }
+        leaves = project.leaf_fields()
+        for i, t in enumerate(project.benchmark.target_fields):
+            if t not in leaves and t not in project._types:
+                problems.append((f"benchmark.target_fields.{i}", f"unknown field {t!r}"))
+        for i, t in enumerate(project.audit.fields):
+            if t not in leaves and t not in project._types:
+                problems.append((f"audit.fields.{i}", f"unknown field {t!r}"))
+        for key in ("safety_field", "action_field", "confidence_field"):
+            ref = getattr(project.benchmark, key)
+            if ref and ref not in leaves:
+                problems.append((f"benchmark.{key}", f"unknown field {ref!r}"))
+        if project.benchmark.conditions and not project.benchmark.conditions.order:
+            problems.append(("benchmark.conditions.order", "list the conditions, clearest first"))
+
+    if base is not None:
+        refs = [("prompts.system", project.prompts.system), ("prompts.user", project.prompts.user)]
+        refs += [(f"prompts.variants.{k}", v) for k, v in project.prompts.variants.items()]
+        for where, rel in refs:
+            if rel and not (base / rel).is_file():
+                problems.append((where, f"prompt template {rel!r} not found beside the definition"))
+
+    if problems:
+        raise ProjectError(file, problems)
+    return project
+
+
+def load_project(path: str | Path) -> Project:
+    """Load and validate a project definition file (or a folder holding one)."""
+    file = find_definition(Path(path))
+    data = read_raw(file)
+    project = validate_data(data, str(file), base=file.parent)
+    project._source = file.resolve()
+    return project

@@ -1,0 +1,168 @@
+"""The project definition: what is annotated, how, and how it is audited and benchmarked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from truthline.fields import FieldSpec, FieldType
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TaxonomyClass(_Strict):
+    code: str
+    group: str
+    name: str = ""
+    description: str = ""
+
+
+class Taxonomy(_Strict):
+    """Classes with group codes; same-group confusions can earn partial credit (DWA)."""
+
+    groups: dict[str, str] = {}
+    classes: list[TaxonomyClass]
+    group_credit: dict[str, float] = {}
+    default_group_credit: float = 0.0
+    note: str = ""
+
+    def group_of(self, code: str) -> str | None:
+        for c in self.classes:
+            if c.code == code:
+                return c.group
+        return None
+
+
+class Prompts(_Strict):
+    """Prompt templates (Jinja2 files beside the definition)."""
+
+    system: str | None = None
+    user: str | None = None
+    variants: dict[str, str] = {}
+    """Benchmark prompt variants: name -> user template file."""
+
+
+class ImagePolicy(_Strict):
+    max_side: int = Field(1024, gt=0)
+    jpeg_quality: int = Field(85, ge=1, le=100)
+    detail: Literal["auto", "low", "high"] = "auto"
+
+
+class AuditSettings(_Strict):
+    arm_split: float = Field(0.5, ge=0, le=1)
+    """Share of items sent to the anchored arm (the rest are blind)."""
+    blind_overlap: int = Field(2, ge=1)
+    anchored_overlap: int = Field(1, ge=1)
+    expert_sample_rate: float = Field(0.27, ge=0, le=1)
+    override_rate_factor: float = Field(2.0, gt=0)
+    """Flag an annotator whose override rate is below the team range's low end / this factor."""
+    vlm_kappa_margin: float = 0.0
+    """Flag when VLM-agreement kappa exceeds the retained team ceiling by more than this."""
+    min_vlm_errors: int = Field(10, ge=1)
+    """Zero productive overrides is a signal only over at least this many VLM errors."""
+    resamples: int = Field(2000, ge=0)
+    seed: int = 0
+    fields: list[str] = []
+    """Fields the audit reports on (default: every comparable field)."""
+
+
+class Check(_Strict):
+    metric: str
+    op: Literal[">=", "<=", ">", "<"]
+    threshold: float
+
+
+class ConditionAxis(_Strict):
+    column: str
+    order: list[str]
+    """Conditions by increasing severity; the first is the clear reference."""
+
+
+class BenchmarkSettings(_Strict):
+    target_fields: list[str] = []
+    metrics: list[str] = ["accuracy", "macro_f1"]
+    bootstrap_resamples: int = Field(2000, ge=0)
+    seed: int = 0
+    cluster: str | None = None
+    """Metadata column naming an item's parent (video, problem) for cluster bootstrap."""
+    strata: list[str] = []
+    conditions: ConditionAxis | None = None
+    checks: dict[str, Check] = {}
+    """Diagnostic checks for DRS, e.g. naudc >= 0.85."""
+    safety_field: str | None = None
+    action_field: str | None = None
+    confidence_field: str | None = None
+    public_inputs: list[str] = []
+    """Metadata columns a model may see; everything else stays private."""
+    output_cap: int = Field(1024, gt=0)
+
+
+class Project(_Strict):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    title: str = ""
+    description: str = ""
+    media: Literal["image", "video", "frames"]
+    frames_per_item: int | None = Field(None, gt=0)
+    fields: dict[str, dict[str, Any]]
+    taxonomies: dict[str, Taxonomy] = {}
+    strata: list[str] = []
+    cluster: str | None = None
+    prompts: Prompts = Prompts()
+    image_policy: ImagePolicy = ImagePolicy()
+    audit: AuditSettings = AuditSettings()
+    benchmark: BenchmarkSettings = BenchmarkSettings()
+
+    _source: Path | None = PrivateAttr(None)
+    _specs: dict[str, FieldSpec] = PrivateAttr(default_factory=dict)
+    _types: dict[str, FieldType] = PrivateAttr(default_factory=dict)
+
+    # -- bound fields -----------------------------------------------------------------
+    @property
+    def source(self) -> Path | None:
+        """The definition file this project was loaded from."""
+        return self._source
+
+    @property
+    def root(self) -> Path | None:
+        return self._source.parent if self._source else None
+
+    @property
+    def field_types(self) -> dict[str, FieldType]:
+        """Top-level fields bound to their types, in declared order."""
+        return self._types
+
+    def field(self, path: str) -> FieldType:
+        """A field by path; entity-list subfields as ``workers.action`` (indices ignored)."""
+        import re
+
+        clean = re.sub(r"\[[^\]]*\]", "", path)
+        head, _, rest = clean.partition(".")
+        if head not in self._types:
+            raise KeyError(f"project {self.name!r} has no field {path!r}")
+        ft = self._types[head]
+        if rest:
+            subs = getattr(ft, "subfields", None)
+            if not subs or rest not in subs:
+                raise KeyError(f"project {self.name!r} has no field {path!r}")
+            return subs[rest]
+        return ft
+
+    def leaf_fields(self) -> dict[str, FieldType]:
+        """Every non-entity field, entity subfields included as ``workers.action``."""
+        out: dict[str, FieldType] = {}
+        for name, ft in self._types.items():
+            subs = getattr(ft, "subfields", None)
+            if subs is not None:
+                for sub, st in subs.items():
+                    out[f"{name}.{sub}"] = st
+            else:
+                out[name] = ft
+        return out
+
+    def prompt_path(self, rel: str) -> Path:
+        base = self.root or Path.cwd()
+        return base / rel

@@ -1,0 +1,50 @@
+"""Versioned schema migrations: a version table and an ordered list of Python steps.
+
+Why not Alembic: the schema is created from one SQLAlchemy metadata, and the few steps
+we need run identically on SQLite and PostgreSQL as plain functions; a version table
+keeps upgrades explicit without an extra config tree. Add a step by appending to
+``MIGRATIONS``; never edit a released step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from sqlalchemy import Connection, inspect, select
+
+from truthline.store import _tables as t
+
+
+def _v1(conn: Connection) -> None:
+    t.metadata.create_all(conn, checkfirst=True)
+
+
+MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
+    (1, "initial schema: projects, items, responses, predictions, annotations, gold, runs", _v1),
+]
+
+LATEST = MIGRATIONS[-1][0]
+
+
+def current_version(conn: Connection) -> int:
+    if not inspect(conn).has_table(t.schema_version.name):
+        return 0
+    row = conn.execute(select(t.schema_version.c.version).order_by(t.schema_version.c.version.desc())).first()
+    return int(row[0]) if row else 0
+
+
+def migrate(conn: Connection) -> list[int]:
+    """Apply every pending step in order, inside the caller's transaction."""
+    t.schema_version.create(conn, checkfirst=True)
+    have = current_version(conn)
+    applied = []
+    for version, desc, step in MIGRATIONS:
+        if version <= have:
+            continue
+        step(conn)
+        conn.execute(
+            t.schema_version.insert().values(version=version, description=desc, applied_at=datetime.now(UTC))
+        )
+        applied.append(version)
+    return applied

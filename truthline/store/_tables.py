@@ -1,0 +1,292 @@
+"""Table definitions (SQLAlchemy Core). One metadata; the migrations in ``_migrations`` create it.
+
+Long-format annotations: one row per (annotation, top-level field). Values are JSON in
+the field type's normalized form. Every row that cost money (a model response) or human
+time (an annotation) is written as soon as it exists.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+metadata = MetaData()
+
+
+def _ts(name: str, nullable: bool = True) -> Column:
+    return Column(name, DateTime(timezone=True), nullable=nullable)
+
+
+schema_version = Table(
+    "truthline_schema",
+    metadata,
+    Column("version", Integer, primary_key=True),
+    Column("description", String(200), nullable=False),
+    _ts("applied_at", nullable=False),
+)
+
+projects = Table(
+    "projects",
+    metadata,
+    Column("name", String(100), primary_key=True),
+    Column("title", String(300), nullable=False, default=""),
+    Column("definition", JSON, nullable=False),
+    Column("definition_hash", String(64), nullable=False),
+    Column("source_path", Text, nullable=False, default=""),
+    _ts("created_at", nullable=False),
+    _ts("updated_at", nullable=False),
+)
+
+items = Table(
+    "items",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("project", String(100), ForeignKey("projects.name"), nullable=False),
+    Column("key", String(500), nullable=False),
+    Column("media_kind", String(20), nullable=False),
+    Column("media", JSON, nullable=False),  # list of paths relative to media_root
+    Column("media_root", Text, nullable=False),
+    Column("content_hash", String(64), nullable=False),
+    Column("meta", JSON, nullable=False, default=dict),  # metadata CSV columns (strata)
+    Column("parent", String(500)),  # cluster id (video, problem) for cluster bootstrap
+    Column("sim_truth", JSON),  # known truth for SIMULATED models/annotators only
+    _ts("created_at", nullable=False),
+    _ts("updated_at", nullable=False),
+    UniqueConstraint("project", "key", name="uq_items_project_key"),
+    Index("ix_items_project_hash", "project", "content_hash"),
+)
+
+skipped_media = Table(
+    "skipped_media",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("project", String(100), nullable=False),
+    Column("path", Text, nullable=False),
+    Column("reason", Text, nullable=False),
+    _ts("created_at", nullable=False),
+    UniqueConstraint("project", "path", name="uq_skipped_project_path"),
+)
+
+# Every model call, prefill or benchmark: the one cache of the one model layer.
+responses = Table(
+    "responses",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("cache_key", String(64), nullable=False, unique=True),
+    Column("project", String(100)),
+    Column("item_id", Integer, ForeignKey("items.id")),
+    Column("purpose", String(20), nullable=False),  # prefill | benchmark | check
+    Column("model_spec", Text, nullable=False),
+    Column("model_alias", String(200), nullable=False),
+    Column("simulated", Boolean, nullable=False, default=False),
+    Column("status", String(20), nullable=False),  # parsed | model_failure | infra_missing
+    Column("reason", Text),  # failure reason (unparseable, refused, truncated, http_500, ...)
+    Column("raw_response", Text),
+    Column("parsed", JSON),
+    Column("field_errors", JSON),
+    Column("tokens_in", Integer, default=0),
+    Column("tokens_out", Integer, default=0),
+    Column("tokens_thinking", Integer, default=0),
+    Column("cost_usd", Float, default=0.0),
+    Column("latency_s", Float),
+    Column("attempts", Integer, default=1),
+    Column("settings", JSON),
+    Column("prompt_hash", String(64)),
+    Column("image_hashes", JSON),
+    _ts("created_at", nullable=False),
+    _ts("updated_at", nullable=False),
+    Index("ix_responses_project_item", "project", "item_id"),
+)
+
+# Prefill predictions: the value ``v(i, f)`` an anchored annotator may be shown.
+predictions = Table(
+    "predictions",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("project", String(100), nullable=False),
+    Column("item_id", Integer, ForeignKey("items.id"), nullable=False),
+    Column("model_version", String(200), nullable=False),
+    Column("response_id", Integer, ForeignKey("responses.id")),
+    Column("values", JSON, nullable=False),  # {field path: normalized value}
+    Column("status", String(20), nullable=False),
+    Column("simulated", Boolean, nullable=False, default=False),
+    _ts("created_at", nullable=False),
+    UniqueConstraint("project", "item_id", "model_version", name="uq_predictions_item_model"),
+)
+
+annotations = Table(
+    "annotations",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("project", String(100), nullable=False),
+    Column("item_id", Integer, ForeignKey("items.id"), nullable=False),
+    Column("field_path", String(300), nullable=False),
+    Column("annotator", String(300), nullable=False),
+    Column("arm", String(20), nullable=False),  # blind | anchored | review | import
+    Column("tier", Integer, nullable=False, default=1),  # 1 annotator, 2 expert
+    Column("value", JSON),
+    Column("skipped", Boolean, nullable=False, default=False),
+    Column("lead_time", Float),
+    Column("source", String(30), nullable=False),  # label_studio | import | simulated
+    Column("source_id", String(200), nullable=False),  # e.g. ls:<ls project>:<annotation id>
+    Column("ls_project_id", Integer),
+    Column("ls_task_id", Integer),
+    Column("ls_annotation_id", Integer),
+    Column("shown_prediction_id", Integer, ForeignKey("predictions.id")),
+    Column("model_version", String(200)),
+    Column("origin", String(30)),  # Label Studio result origin: prediction | prediction-changed | manual
+    Column("ground_truth", Boolean, nullable=False, default=False),
+    Column("parent_prediction", Integer),
+    Column("revision", Integer, nullable=False, default=1),
+    _ts("annotated_at"),
+    _ts("source_updated_at"),
+    _ts("stored_at", nullable=False),
+    UniqueConstraint("source_id", "field_path", name="uq_annotations_source_field"),
+    Index("ix_annotations_project_item", "project", "item_id"),
+)
+
+annotation_history = Table(
+    "annotation_history",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("annotation_id", Integer, ForeignKey("annotations.id"), nullable=False),
+    Column("revision", Integer, nullable=False),
+    Column("value", JSON),
+    Column("skipped", Boolean, nullable=False, default=False),
+    _ts("source_updated_at"),
+    _ts("replaced_at", nullable=False),
+)
+
+# What each annotator could see for each item: the prediction shown, or nothing (blind).
+exposures = Table(
+    "exposures",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("project", String(100), nullable=False),
+    Column("item_id", Integer, ForeignKey("items.id"), nullable=False),
+    Column("annotator", String(300), nullable=False),
+    Column("arm", String(20), nullable=False),
+    Column("prediction_id", Integer, ForeignKey("predictions.id")),
+    Column("model_version", String(200)),
+    Column("prompt_hash", String(64)),
+    Column("ls_project_id", Integer),
+    _ts("created_at", nullable=False),
+    UniqueConstraint("project", "item_id", "annotator", "arm", name="uq_exposures"),
+)
+
+arm_assignments = Table(
+    "arm_assignments",
+    metadata,
+    Column("project", String(100), primary_key=True),
+    Column("item_id", Integer, ForeignKey("items.id"), primary_key=True),
+    Column("arm", String(20), nullable=False),
+    Column("seed", Integer, nullable=False),
+    Column("weight", Float, nullable=False, default=1.0),  # inverse sampling probability
+    _ts("created_at", nullable=False),
+)
+
+ls_projects = Table(
+    "ls_projects",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("project", String(100), nullable=False),
+    Column("arm", String(20), nullable=False),
+    Column("cohort", String(200), nullable=False, default=""),
+    Column("server_url", Text, nullable=False),
+    Column("ls_project_id", Integer, nullable=False),
+    Column("title", String(300), nullable=False),
+    Column("label_config_hash", String(64)),
+    _ts("created_at", nullable=False),
+    UniqueConstraint("project", "arm", "cohort", "server_url", name="uq_ls_projects"),
+)
+
+ls_tasks = Table(
+    "ls_tasks",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("ls_project_id", Integer, nullable=False),
+    Column("server_url", Text, nullable=False),
+    Column("item_id", Integer, ForeignKey("items.id"), nullable=False),
+    Column("ls_task_id", Integer, nullable=False),
+    Column("prediction_id", Integer, ForeignKey("predictions.id")),
+    Column("sample_weight", Float),
+    _ts("created_at", nullable=False),
+    UniqueConstraint("server_url", "ls_project_id", "item_id", name="uq_ls_tasks"),
+)
+
+exclusions = Table(
+    "exclusions",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("project", String(100), nullable=False),
+    Column("annotator", String(300), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("decided_by", String(300), nullable=False),
+    Column("active", Boolean, nullable=False, default=True),
+    _ts("decided_at", nullable=False),
+)
+
+gold_snapshots = Table(
+    "gold_snapshots",
+    metadata,
+    Column("hash", String(64), primary_key=True),
+    Column("project", String(100), nullable=False),
+    Column("policy", JSON, nullable=False),
+    Column("counts", JSON, nullable=False),
+    _ts("created_at", nullable=False),
+)
+
+gold = Table(
+    "gold",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("snapshot", String(64), ForeignKey("gold_snapshots.hash"), nullable=False),
+    Column("project", String(100), nullable=False),
+    Column("item_id", Integer, ForeignKey("items.id"), nullable=False),
+    Column("field_path", String(300), nullable=False),
+    Column("value", JSON),
+    Column("provenance", String(40), nullable=False),
+    # expert | blind_consensus | anchored_kept (VLM-sourced) | anchored_corrected | adjudicated
+    Column("sources", JSON, nullable=False, default=list),
+    UniqueConstraint("snapshot", "item_id", "field_path", name="uq_gold"),
+)
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("id", String(200), primary_key=True),
+    Column("project", String(100), nullable=False),
+    Column("manifest", JSON, nullable=False),
+    Column("status", String(20), nullable=False),
+    _ts("created_at", nullable=False),
+    _ts("updated_at", nullable=False),
+)
+
+run_results = Table(
+    "run_results",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(200), ForeignKey("runs.id"), nullable=False),
+    Column("model", Text, nullable=False),
+    Column("item_id", Integer, ForeignKey("items.id"), nullable=False),
+    Column("variant", String(100), nullable=False, default=""),
+    Column("condition", String(20), nullable=False, default="base"),
+    Column("control", String(20), nullable=False, default=""),
+    Column("response_id", Integer, ForeignKey("responses.id")),
+    Column("status", String(20), nullable=False),
+    Column("scores", JSON),
+    UniqueConstraint("run_id", "model", "item_id", "variant", "condition", "control", name="uq_run_results"),
+)
