@@ -7,9 +7,17 @@ Public API: load a project (``load_project``), open a store (``Store``) or a wor
 
 __version__ = "0.1.0"
 
-from truthline.errors import ProjectError, TruthlineError  # noqa: E402
-from truthline.project import Project, load_project  # noqa: E402
-from truthline.store import Store  # noqa: E402
-from truthline.workspace import Workspace  # noqa: E402
+from truthline.errors import ProjectError, TruthlineError
+from truthline.project import Project, load_project
+from truthline.store import Store
+from truthline.workspace import Workspace
 
-__all__ = ["Project", "ProjectError", "Store", "TruthlineError", "Workspace", "__version__", "load_project"]
+__all__ = [
+    "Project",
+    "ProjectError",
+    "Store",
+    "TruthlineError",
+    "Workspace",
+    "__version__",
+    "load_project",
+]

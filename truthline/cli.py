@@ -78,15 +78,23 @@ def _root(
 def init(
     ctx: typer.Context,
     template: Annotated[str, typer.Argument(help="Bundled template name or a folder path.")],
-    name: Annotated[str | None, typer.Option("--name", help="Project name (default: the template's).")] = None,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing project folder.")] = False,
+    name: Annotated[
+        str | None, typer.Option("--name", help="Project name (default: the template's).")
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Overwrite an existing project folder.")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Copy a project template into the workspace and register it in the store."""
     ws = workspace(ctx)
     project = ws.init_project(template, name=name, force=force)
     data = {"project": project.name, "path": str(project.source), "workspace": str(ws.root)}
-    emit(data, as_json, lambda: console.print(f"[green]initialized[/] {project.name} in {project.source}"))
+    emit(
+        data,
+        as_json,
+        lambda: console.print(f"[green]initialized[/] {project.name} in {project.source}"),
+    )
 
 
 projects_app = typer.Typer(help="List and inspect the workspace's projects.", no_args_is_help=True)
@@ -100,7 +108,15 @@ def projects_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     rows = []
     for n in ws.project_names():
         p = ws.project(n)
-        rows.append({"name": n, "title": p.title, "media": p.media, "fields": len(p.leaf_fields()), "path": str(p.source)})
+        rows.append(
+            {
+                "name": n,
+                "title": p.title,
+                "media": p.media,
+                "fields": len(p.leaf_fields()),
+                "path": str(p.source),
+            }
+        )
 
     def render() -> None:
         if not rows:
@@ -122,7 +138,9 @@ def projects_templates(as_json: JsonOpt = False) -> None:
 
 
 @projects_app.command("check")
-def projects_check(path: Annotated[Path, typer.Argument(help="A project.toml/yaml or its folder.")]) -> None:
+def projects_check(
+    path: Annotated[Path, typer.Argument(help="A project.toml/yaml or its folder.")],
+) -> None:
     """Validate a project definition; every problem is listed with its field path."""
     from truthline.project import load_project
 
@@ -138,12 +156,18 @@ app.add_typer(items_app, name="items")
 @items_app.command("import")
 def items_import(
     ctx: typer.Context,
-    path: Annotated[Path, typer.Argument(help="A folder of images/videos/frame folders, or one file.")],
+    path: Annotated[
+        Path, typer.Argument(help="A folder of images/videos/frame folders, or one file.")
+    ],
     metadata: Annotated[
-        Path | None, typer.Option("--metadata", help="CSV with a 'key' or 'path' column; other columns become strata.")
+        Path | None,
+        typer.Option(
+            "--metadata", help="CSV with a 'key' or 'path' column; other columns become strata."
+        ),
     ] = None,
     media_root: Annotated[
-        Path | None, typer.Option("--media-root", help="Folder media paths are relative to (default: PATH).")
+        Path | None,
+        typer.Option("--media-root", help="Folder media paths are relative to (default: PATH)."),
     ] = None,
     project: ProjectOpt = None,
     as_json: JsonOpt = False,
@@ -153,7 +177,9 @@ def items_import(
 
     ws = workspace(ctx)
     proj = ws.registered(project)
-    rep = import_items(ws.store, proj, path, metadata=metadata, media_root=media_root, progress=not as_json)
+    rep = import_items(
+        ws.store, proj, path, metadata=metadata, media_root=media_root, progress=not as_json
+    )
 
     def render() -> None:
         console.print(
@@ -179,7 +205,14 @@ def items_list(
     rows = ws.store.items(proj.name)
     shown = rows if limit <= 0 else rows[:limit]
     data = [
-        {"id": r["id"], "key": r["key"], "media": r["media"], "meta": r["meta"], "parent": r["parent"]} for r in shown
+        {
+            "id": r["id"],
+            "key": r["key"],
+            "media": r["media"],
+            "meta": r["meta"],
+            "parent": r["parent"],
+        }
+        for r in shown
     ]
 
     def render() -> None:
@@ -227,12 +260,12 @@ def status(ctx: typer.Context, project: ProjectOpt = None, as_json: JsonOpt = Fa
 def _mount() -> None:
     from truthline.annotate._cli import app as annotate_app
     from truthline.audit._cli import app as audit_app
-    from truthline.audit._cli import stats_app
     from truthline.benchmark._cli import app as benchmark_app
     from truthline.dashboards._cli import app as dashboard_app
     from truthline.demo._cli import demo
     from truthline.prefill._cli import app as prefill_app
     from truthline.prefill._cli import models_app
+    from truthline.stats._cli import app as stats_app
 
     app.add_typer(prefill_app, name="prefill")
     app.add_typer(models_app, name="models")

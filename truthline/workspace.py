@@ -23,7 +23,11 @@ def templates_dir() -> Path:
 
 
 def list_templates() -> list[str]:
-    return sorted(p.name for p in templates_dir().iterdir() if any((p / n).is_file() for n in DEFINITION_NAMES))
+    return sorted(
+        p.name
+        for p in templates_dir().iterdir()
+        if any((p / n).is_file() for n in DEFINITION_NAMES)
+    )
 
 
 @dataclass
@@ -72,7 +76,9 @@ class Workspace:
         if not self.projects_dir.is_dir():
             return []
         return sorted(
-            p.name for p in self.projects_dir.iterdir() if any((p / n).is_file() for n in DEFINITION_NAMES)
+            p.name
+            for p in self.projects_dir.iterdir()
+            if any((p / n).is_file() for n in DEFINITION_NAMES)
         )
 
     def project(self, name: str | None = None) -> Project:
@@ -84,7 +90,9 @@ class Workspace:
                     f"no project in workspace {self.root}; start one with `truthline init steel-safety`"
                 )
             if len(names) > 1:
-                raise TruthlineError(f"several projects in {self.root} ({', '.join(names)}); pass --project NAME")
+                raise TruthlineError(
+                    f"several projects in {self.root} ({', '.join(names)}); pass --project NAME"
+                )
             name = names[0]
         if name not in self._projects:
             if name not in names:
@@ -101,7 +109,9 @@ class Workspace:
             src = templates_dir() / template
         if not src.is_dir():
             known = ", ".join(list_templates())
-            raise TruthlineError(f"unknown template {template!r} (bundled: {known}; or give a folder path)")
+            raise TruthlineError(
+                f"unknown template {template!r} (bundled: {known}; or give a folder path)"
+            )
         tmpl = load_project(src)  # validate before copying anything
         name = name or tmpl.name
         dest = self.projects_dir / name

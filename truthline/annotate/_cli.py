@@ -6,7 +6,9 @@ import typer
 
 from truthline._cli_common import planned
 
-app = typer.Typer(help="Run Label Studio; push blind, anchored and review projects; pull annotations.")
+app = typer.Typer(
+    help="Run Label Studio; push blind, anchored and review projects; pull annotations."
+)
 planned(
     app,
     "annotate: `serve` starts a local Label Studio, `push --arm blind|anchored|review` creates tasks, "

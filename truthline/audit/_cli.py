@@ -6,12 +6,11 @@ import typer
 
 from truthline._cli_common import planned
 
-app = typer.Typer(help="Provenance audit (blind vs anchored), annotator exclusion, gold with provenance.")
+app = typer.Typer(
+    help="Provenance audit (blind vs anchored), annotator exclusion, gold with provenance."
+)
 planned(
     app,
     "audit: `run` reports anchoring, override rates and exclusion signals with CIs; "
     "`exclude` records a decision; `finalize` writes gold with provenance.",
 )
-
-stats_app = typer.Typer(help="Rater-agreement statistics with confidence intervals.")
-planned(stats_app, "stats: `agreement FILE` computes Krippendorff's alpha, kappas, AC1 with bootstrap CIs.")

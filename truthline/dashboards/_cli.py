@@ -7,4 +7,7 @@ import typer
 from truthline._cli_common import planned
 
 app = typer.Typer(help="Open the Streamlit dashboards (agreement, provenance audit, benchmark).")
-planned(app, "dashboard: starts Streamlit on 127.0.0.1 with overview, agreement, audit and benchmark pages.")
+planned(
+    app,
+    "dashboard: starts Streamlit on 127.0.0.1 with overview, agreement, audit and benchmark pages.",
+)

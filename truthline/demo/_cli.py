@@ -14,9 +14,14 @@ from truthline.workspace import Workspace
 
 def demo(
     workspace_dir: Annotated[
-        Path | None, typer.Option("--workspace", help="Workspace for the demo (default: a new temporary folder).")
+        Path | None,
+        typer.Option(
+            "--workspace", help="Workspace for the demo (default: a new temporary folder)."
+        ),
     ] = None,
-    clips: Annotated[int, typer.Option("--clips", help="Number of simulated clips to generate.")] = 12,
+    clips: Annotated[
+        int, typer.Option("--clips", help="Number of simulated clips to generate.")
+    ] = 12,
     seed: Annotated[int, typer.Option("--seed")] = 0,
     as_json: JsonOpt = False,
 ) -> None:
@@ -36,7 +41,9 @@ def demo(
     data = {"workspace": str(ws.root), "import": rep.as_dict(), "status": status}
 
     def render() -> None:
-        console.print(f"imported: {rep.added} added, {rep.unchanged} unchanged, {len(rep.skipped)} skipped")
+        console.print(
+            f"imported: {rep.added} added, {rep.unchanged} unchanged, {len(rep.skipped)} skipped"
+        )
         print_json(status)
         console.print(f"\nnext: truthline --workspace {ws.root} status")
 

@@ -16,7 +16,14 @@ import numpy as np
 
 VISIBILITY = ["clear", "dust", "glare", "low_light", "steam"]
 SITES = {"BF": ["BF-1", "BF-2"], "CRM": ["CRM-1"]}
-ACTIONS = {"walk": "A1", "stand": "F1", "operate": "B1", "inspect": "B7", "carry": "D1", "ground": "B5"}
+ACTIONS = {
+    "walk": "A1",
+    "stand": "F1",
+    "operate": "B1",
+    "inspect": "B7",
+    "carry": "D1",
+    "ground": "B5",
+}
 
 
 @dataclass
@@ -49,14 +56,20 @@ def _degrade(img: np.ndarray, vis: str, rng: np.random.Generator) -> np.ndarray:
     return np.clip(out, 0, 255).astype(np.uint8)
 
 
-def draw_frame(spec: ClipSpec, t: float, size: tuple[int, int], rng: np.random.Generator) -> np.ndarray:
+def draw_frame(
+    spec: ClipSpec, t: float, size: tuple[int, int], rng: np.random.Generator
+) -> np.ndarray:
     """One frame at clip time fraction ``t`` in [0, 1]."""
     import cv2
 
     w, h = size
     img = np.full((h, w, 3), (70, 72, 75), np.uint8)
-    cv2.rectangle(img, (int(0.05 * w), int(0.6 * h)), (int(0.6 * w), int(0.75 * h)), (40, 40, 110), -1)  # conveyor
-    cv2.rectangle(img, (int(0.7 * w), int(0.1 * h)), (int(0.95 * w), int(0.4 * h)), (90, 60, 40), -1)  # machine
+    cv2.rectangle(
+        img, (int(0.05 * w), int(0.6 * h)), (int(0.6 * w), int(0.75 * h)), (40, 40, 110), -1
+    )  # conveyor
+    cv2.rectangle(
+        img, (int(0.7 * w), int(0.1 * h)), (int(0.95 * w), int(0.4 * h)), (90, 60, 40), -1
+    )  # machine
     for wk in spec.workers:
         x0, y0 = wk["x"], wk["y"]
         dx = wk["vx"] * t if wk["motion"] in ("walk", "carry") else 0.01 * np.sin(6 * t)
@@ -122,7 +135,9 @@ def truth_of(spec: ClipSpec) -> dict:
             "harness": w["harness"],
             "spatial_context": w["spatial_context"],
             "safety_violation": w["safety_violation"],
-            "violation_rule": ("UA-G-01" if w["helmet"] == "not_worn" else "UA-G-35") if w["safety_violation"] else None,
+            "violation_rule": ("UA-G-01" if w["helmet"] == "not_worn" else "UA-G-35")
+            if w["safety_violation"]
+            else None,
         }
         for w in spec.workers
     ]
@@ -135,7 +150,9 @@ def truth_of(spec: ClipSpec) -> dict:
     }
 
 
-def write_dataset(out: Path, n_clips: int = 12, seed: int = 0, size: tuple[int, int] = (320, 180)) -> Path:
+def write_dataset(
+    out: Path, n_clips: int = 12, seed: int = 0, size: tuple[int, int] = (320, 180)
+) -> Path:
     """Write clip folders of 8 JPEG frames and ``metadata.csv``; returns the CSV path."""
     import cv2
 
@@ -148,7 +165,11 @@ def write_dataset(out: Path, n_clips: int = 12, seed: int = 0, size: tuple[int, 
         folder = out / spec.key
         folder.mkdir(parents=True, exist_ok=True)
         for k, t in enumerate(positions):
-            cv2.imwrite(str(folder / f"frame_{k}.jpg"), draw_frame(spec, t, size, rng), [cv2.IMWRITE_JPEG_QUALITY, 85])
+            cv2.imwrite(
+                str(folder / f"frame_{k}.jpg"),
+                draw_frame(spec, t, size, rng),
+                [cv2.IMWRITE_JPEG_QUALITY, 85],
+            )
         rows.append(
             {
                 "key": spec.key,

@@ -34,14 +34,18 @@ def _loads_object(text: str) -> dict[str, Any]:
     try:
         obj, end = dec.raw_decode(text)
     except json.JSONDecodeError as exc:
-        raise AnswerFormatError("unparseable", f"not valid JSON ({exc.msg} at char {exc.pos})") from None
+        raise AnswerFormatError(
+            "unparseable", f"not valid JSON ({exc.msg} at char {exc.pos})"
+        ) from None
     rest = text[end:].strip()
     if rest:
         if rest.startswith("{"):
             raise AnswerFormatError("multiple_objects", "more than one JSON object in the answer")
         raise AnswerFormatError("unparseable", f"text after the JSON object: {rest[:40]!r}")
     if not isinstance(obj, dict):
-        raise AnswerFormatError("not_an_object", f"expected a JSON object, got {type(obj).__name__}")
+        raise AnswerFormatError(
+            "not_an_object", f"expected a JSON object, got {type(obj).__name__}"
+        )
     return obj
 
 

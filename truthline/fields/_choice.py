@@ -32,7 +32,9 @@ class _ChoiceBase(FieldType):
                 self._group[cls.code] = cls.group
                 if cls.name:
                     self._names[cls.name.casefold()] = cls.code
-            self._group_credit = {g: tax.group_credit.get(g, tax.default_group_credit) for g in tax.groups}
+            self._group_credit = {
+                g: tax.group_credit.get(g, tax.default_group_credit) for g in tax.groups
+            }
         if self.spec.cannot_tell and self.spec.cannot_tell not in choices:
             choices.append(self.spec.cannot_tell)
         self._choices = choices
@@ -43,8 +45,10 @@ class _ChoiceBase(FieldType):
 
     def expected(self) -> str:
         if self.spec.taxonomy:
-            return f"one code of taxonomy {self.spec.taxonomy!r}" if self.name == "single_choice" else (
-                f"a list of codes of taxonomy {self.spec.taxonomy!r}"
+            return (
+                f"one code of taxonomy {self.spec.taxonomy!r}"
+                if self.name == "single_choice"
+                else (f"a list of codes of taxonomy {self.spec.taxonomy!r}")
             )
         opts = ", ".join(f'"{c}"' for c in self._choices)
         return f"one of {opts}" if self.name == "single_choice" else f"a list drawn from {opts}"
@@ -55,7 +59,9 @@ class _ChoiceBase(FieldType):
 
     def _one(self, value: Any) -> str:
         if not isinstance(value, str | int | bool):
-            raise self.fail(f"expected one of {self._preview()}, got {type(value).__name__} {value!r}")
+            raise self.fail(
+                f"expected one of {self._preview()}, got {type(value).__name__} {value!r}"
+            )
         text = str(value).strip()
         key = text.casefold()
         if key in self._lookup:

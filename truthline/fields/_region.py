@@ -64,7 +64,9 @@ class Region(FieldType):
         try:
             box = {k: float(raw[k]) for k in BOX_KEYS}
         except (KeyError, TypeError, ValueError):
-            raise self.fail(f"region {idx}: needs numeric x, y, width, height; got {raw!r}") from None
+            raise self.fail(
+                f"region {idx}: needs numeric x, y, width, height; got {raw!r}"
+            ) from None
         if box["width"] < 0 or box["height"] < 0:
             raise self.fail(f"region {idx}: negative width or height")
         label = raw.get("label")
@@ -162,7 +164,11 @@ class EntityList(FieldType):
         pairs: list[tuple[int, int]]
         if self.spec.key:
             yk = {e.get(self.spec.key): j for j, e in enumerate(ys)}
-            pairs = [(i, yk[e.get(self.spec.key)]) for i, e in enumerate(xs) if e.get(self.spec.key) in yk]
+            pairs = [
+                (i, yk[e.get(self.spec.key)])
+                for i, e in enumerate(xs)
+                if e.get(self.spec.key) in yk
+            ]
         elif self.spec.match_region:
             reg = self.subfields[self.spec.match_region]
             thr = getattr(reg.spec, "iou", 0.5)
@@ -170,7 +176,10 @@ class EntityList(FieldType):
             second = [(e.get(self.spec.match_region) or [None])[0] for e in ys]
             xi = [i for i, b in enumerate(first) if b]
             yi = [j for j, b in enumerate(second) if b]
-            pairs = [(xi[a], yi[b]) for a, b in match_boxes([first[i] for i in xi], [second[j] for j in yi], thr)]
+            pairs = [
+                (xi[a], yi[b])
+                for a, b in match_boxes([first[i] for i in xi], [second[j] for j in yi], thr)
+            ]
         else:
             pairs = [(i, i) for i in range(min(len(xs), len(ys)))]
         mx = {i for i, _ in pairs}

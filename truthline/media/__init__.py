@@ -10,4 +10,12 @@ from truthline.media._import import (
     import_items,
 )
 
-__all__ = ["IMAGE_EXTS", "VIDEO_EXTS", "ImportReport", "check_image", "check_video", "file_hash", "import_items"]
+__all__ = [
+    "IMAGE_EXTS",
+    "VIDEO_EXTS",
+    "ImportReport",
+    "check_image",
+    "check_video",
+    "file_hash",
+    "import_items",
+]

@@ -106,7 +106,9 @@ def discover(project: Project, path: Path, root: Path) -> list[Candidate]:
     return out
 
 
-def read_metadata(csv_path: Path, project: Project, candidates: list[Candidate], root: Path) -> None:
+def read_metadata(
+    csv_path: Path, project: Project, candidates: list[Candidate], root: Path
+) -> None:
     """Attach metadata CSV rows to candidates; every problem names its row and column."""
     by_key = {c.key: c for c in candidates}
     by_path = {m.relative_to(root).as_posix(): c for c in candidates for m in c.media}
@@ -118,7 +120,9 @@ def read_metadata(csv_path: Path, project: Project, candidates: list[Candidate],
     with fh:
         reader = csv.DictReader(fh)
         cols = reader.fieldnames or []
-        id_col = next((c for c in ("key", "item", "item_id", "path", "file", "clip") if c in cols), None)
+        id_col = next(
+            (c for c in ("key", "item", "item_id", "path", "file", "clip") if c in cols), None
+        )
         if id_col is None:
             raise TruthlineError(
                 f"{csv_path}: no identifying column; add one named 'key' or 'path' (relative to the media root)"
@@ -136,19 +140,31 @@ def read_metadata(csv_path: Path, project: Project, candidates: list[Candidate],
             if not ident:
                 problems.append(f"{csv_path}: row {rowno}, column {id_col!r}: empty")
                 continue
-            cand = by_key.get(ident) or by_path.get(ident) or by_key.get(Path(ident).with_suffix("").as_posix())
+            cand = (
+                by_key.get(ident)
+                or by_path.get(ident)
+                or by_key.get(Path(ident).with_suffix("").as_posix())
+            )
             if cand is None:
-                problems.append(f"{csv_path}: row {rowno}, column {id_col!r}: no media item {ident!r} under {root}")
+                problems.append(
+                    f"{csv_path}: row {rowno}, column {id_col!r}: no media item {ident!r} under {root}"
+                )
                 continue
             for s in project.strata:
                 if not (row.get(s) or "").strip():
-                    problems.append(f"{csv_path}: row {rowno}, column {s!r}: empty value for a declared stratum")
-            meta = {k: v for k, v in row.items() if k not in (id_col, "sim_truth") and v is not None}
+                    problems.append(
+                        f"{csv_path}: row {rowno}, column {s!r}: empty value for a declared stratum"
+                    )
+            meta = {
+                k: v for k, v in row.items() if k not in (id_col, "sim_truth") and v is not None
+            }
             if "sim_truth" in row and (row["sim_truth"] or "").strip():
                 try:
                     cand.sim_truth = json.loads(row["sim_truth"])
                 except json.JSONDecodeError as exc:
-                    problems.append(f"{csv_path}: row {rowno}, column 'sim_truth': invalid JSON ({exc.msg})")
+                    problems.append(
+                        f"{csv_path}: row {rowno}, column 'sim_truth': invalid JSON ({exc.msg})"
+                    )
             cand.meta = meta
             if project.cluster and meta.get(project.cluster):
                 cand.parent = meta[project.cluster]
@@ -175,7 +191,9 @@ def import_items(
     try:
         path.relative_to(root)
     except ValueError:
-        raise TruthlineError(f"{path} is not inside the media root {root}; pass --media-root") from None
+        raise TruthlineError(
+            f"{path} is not inside the media root {root}; pass --media-root"
+        ) from None
     candidates = discover(project, path, root)
     if not candidates:
         kinds = "videos" if project.media == "video" else "images"
@@ -199,7 +217,11 @@ def import_items(
                 _record_skip(store, project.name, relp, bad[1])
                 continue
             hashes = [file_hash(m) for m in cand.media]
-            chash = hashes[0] if len(hashes) == 1 else hashlib.sha256("".join(hashes).encode()).hexdigest()
+            chash = (
+                hashes[0]
+                if len(hashes) == 1
+                else hashlib.sha256("".join(hashes).encode()).hexdigest()
+            )
             _upsert(store, project, cand, rel, str(root), chash, report)
     return report
 
@@ -211,14 +233,26 @@ def _record_skip(store: Store, project: str, path: str, reason: str) -> None:
         if row:
             conn.execute(t.update().where(t.c.id == row[0]).values(reason=reason, created_at=now()))
         else:
-            conn.execute(t.insert().values(project=project, path=path, reason=reason, created_at=now()))
+            conn.execute(
+                t.insert().values(project=project, path=path, reason=reason, created_at=now())
+            )
 
 
-def _upsert(store: Store, project: Project, cand: Candidate, rel: list[str], root: str, chash: str, report: ImportReport) -> None:
+def _upsert(
+    store: Store,
+    project: Project,
+    cand: Candidate,
+    rel: list[str],
+    root: str,
+    chash: str,
+    report: ImportReport,
+) -> None:
     t = tables.items
     ts = now()
     with store.begin() as conn:
-        row = conn.execute(select(t).where(t.c.project == project.name, t.c.key == cand.key)).first()
+        row = conn.execute(
+            select(t).where(t.c.project == project.name, t.c.key == cand.key)
+        ).first()
         values = dict(
             media_kind=project.media,
             media=rel,
@@ -230,7 +264,11 @@ def _upsert(store: Store, project: Project, cand: Candidate, rel: list[str], roo
         if cand.sim_truth is not None:
             values["sim_truth"] = cand.sim_truth
         if row is None:
-            conn.execute(t.insert().values(project=project.name, key=cand.key, created_at=ts, updated_at=ts, **values))
+            conn.execute(
+                t.insert().values(
+                    project=project.name, key=cand.key, created_at=ts, updated_at=ts, **values
+                )
+            )
             report.added += 1
             return
         old = dict(row._mapping)

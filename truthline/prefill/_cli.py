@@ -6,7 +6,9 @@ import typer
 
 from truthline._cli_common import planned
 
-app = typer.Typer(help="Pre-annotate items with a VLM or detector; mine videos into clips and frames.")
+app = typer.Typer(
+    help="Pre-annotate items with a VLM or detector; mine videos into clips and frames."
+)
 planned(
     app,
     "prefill: runs a model (openai:, hf:, yolo:, simulated:) over the project's items and stores "

@@ -65,13 +65,17 @@ def read_raw(file: Path) -> dict[str, Any]:
     return data
 
 
-def _validate_spec(raw: Any, path: str, problems: list[tuple[str, str]], depth: int = 0) -> FieldSpec | None:
+def _validate_spec(
+    raw: Any, path: str, problems: list[tuple[str, str]], depth: int = 0
+) -> FieldSpec | None:
     if not isinstance(raw, dict):
         problems.append((path, "a field must be a table with at least a 'type'"))
         return None
     ftype = raw.get("type")
     if ftype is None:
-        problems.append((f"{path}.type", "missing; one of " + ", ".join(sorted(registered_field_types()))))
+        problems.append(
+            (f"{path}.type", "missing; one of " + ", ".join(sorted(registered_field_types())))
+        )
         return None
     try:
         cls = get_field_type(ftype)
@@ -100,11 +104,15 @@ def _validate_spec(raw: Any, path: str, problems: list[tuple[str, str]], depth: 
         if spec.match_region:
             r = spec.fields.get(spec.match_region)
             if r is None or r.type != "region":
-                problems.append((f"{path}.match_region", f"{spec.match_region!r} is not a region subfield"))
+                problems.append(
+                    (f"{path}.match_region", f"{spec.match_region!r} is not a region subfield")
+                )
     return spec
 
 
-def _check_choice(spec: FieldSpec, path: str, project: Project, problems: list[tuple[str, str]]) -> None:
+def _check_choice(
+    spec: FieldSpec, path: str, project: Project, problems: list[tuple[str, str]]
+) -> None:
     choices = getattr(spec, "choices", None)
     taxonomy = getattr(spec, "taxonomy", None)
     if spec.type not in ("single_choice", "multi_choice"):
@@ -130,15 +138,24 @@ def validate_data(data: dict[str, Any], file: str, base: Path | None = None) -> 
         seen: set[str] = set()
         for i, cls in enumerate(tax.classes):
             if tax.groups and cls.group not in tax.groups:
-                problems.append((f"taxonomies.{tname}.classes.{i}.group", f"unknown group {cls.group!r} (declared: {', '.join(tax.groups)})"))
+                problems.append(
+                    (
+                        f"taxonomies.{tname}.classes.{i}.group",
+                        f"unknown group {cls.group!r} (declared: {', '.join(tax.groups)})",
+                    )
+                )
             if cls.code in seen:
-                problems.append((f"taxonomies.{tname}.classes.{i}.code", f"duplicate class code {cls.code!r}"))
+                problems.append(
+                    (f"taxonomies.{tname}.classes.{i}.code", f"duplicate class code {cls.code!r}")
+                )
             seen.add(cls.code)
         for g, w in tax.group_credit.items():
             if tax.groups and g not in tax.groups:
                 problems.append((f"taxonomies.{tname}.group_credit.{g}", f"unknown group {g!r}"))
             if not 0 <= w <= 1:
-                problems.append((f"taxonomies.{tname}.group_credit.{g}", "partial credit must be in [0, 1]"))
+                problems.append(
+                    (f"taxonomies.{tname}.group_credit.{g}", "partial credit must be in [0, 1]")
+                )
 
     if not project.fields:
         problems.append(("fields", "declare at least one field"))

@@ -30,7 +30,9 @@ LATEST = MIGRATIONS[-1][0]
 def current_version(conn: Connection) -> int:
     if not inspect(conn).has_table(t.schema_version.name):
         return 0
-    row = conn.execute(select(t.schema_version.c.version).order_by(t.schema_version.c.version.desc())).first()
+    row = conn.execute(
+        select(t.schema_version.c.version).order_by(t.schema_version.c.version.desc())
+    ).first()
     return int(row[0]) if row else 0
 
 
@@ -44,7 +46,9 @@ def migrate(conn: Connection) -> list[int]:
             continue
         step(conn)
         conn.execute(
-            t.schema_version.insert().values(version=version, description=desc, applied_at=datetime.now(UTC))
+            t.schema_version.insert().values(
+                version=version, description=desc, applied_at=datetime.now(UTC)
+            )
         )
         applied.append(version)
     return applied

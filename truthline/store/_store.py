@@ -56,9 +56,13 @@ class Store:
                 if create:
                     migrate(conn)
                 elif current_version(conn) < LATEST:
-                    raise TruthlineError("the store schema is out of date; run any truthline command to migrate")
+                    raise TruthlineError(
+                        "the store schema is out of date; run any truthline command to migrate"
+                    )
         except OperationalError as exc:
-            raise TruthlineError(f"cannot open the store at {redact_url(url)}: {exc.orig}") from None
+            raise TruthlineError(
+                f"cannot open the store at {redact_url(url)}: {exc.orig}"
+            ) from None
 
     @contextmanager
     def begin(self) -> Iterator[Connection]:
@@ -76,7 +80,9 @@ class Store:
         h = json_hash(definition)
         ts = now()
         with self.begin() as conn:
-            row = conn.execute(select(t.projects.c.name).where(t.projects.c.name == project.name)).first()
+            row = conn.execute(
+                select(t.projects.c.name).where(t.projects.c.name == project.name)
+            ).first()
             values = dict(
                 title=project.title,
                 definition=definition,
@@ -85,23 +91,31 @@ class Store:
                 updated_at=ts,
             )
             if row:
-                conn.execute(t.projects.update().where(t.projects.c.name == project.name).values(**values))
+                conn.execute(
+                    t.projects.update().where(t.projects.c.name == project.name).values(**values)
+                )
             else:
                 conn.execute(t.projects.insert().values(name=project.name, created_at=ts, **values))
 
     def project_names(self) -> list[str]:
         with self.begin() as conn:
-            return [r[0] for r in conn.execute(select(t.projects.c.name).order_by(t.projects.c.name))]
+            return [
+                r[0] for r in conn.execute(select(t.projects.c.name).order_by(t.projects.c.name))
+            ]
 
     # -- items ------------------------------------------------------------------------
     def items(self, project: str) -> list[dict[str, Any]]:
         with self.begin() as conn:
-            rows = conn.execute(select(t.items).where(t.items.c.project == project).order_by(t.items.c.id))
+            rows = conn.execute(
+                select(t.items).where(t.items.c.project == project).order_by(t.items.c.id)
+            )
             return [dict(r._mapping) for r in rows]
 
     def item_ids_by_key(self, project: str) -> dict[str, int]:
         with self.begin() as conn:
-            rows = conn.execute(select(t.items.c.key, t.items.c.id).where(t.items.c.project == project))
+            rows = conn.execute(
+                select(t.items.c.key, t.items.c.id).where(t.items.c.project == project)
+            )
             return {k: i for k, i in rows}
 
     # -- status -----------------------------------------------------------------------
@@ -115,7 +129,9 @@ class Store:
         with self.begin() as conn:
             out: dict[str, Any] = {"project": project}
             out["items"] = count(conn, t.items, t.items.c.project == project)
-            out["skipped_media"] = count(conn, t.skipped_media, t.skipped_media.c.project == project)
+            out["skipped_media"] = count(
+                conn, t.skipped_media, t.skipped_media.c.project == project
+            )
             preds = conn.execute(
                 select(t.predictions.c.model_version, t.predictions.c.status, func.count())
                 .where(t.predictions.c.project == project)
@@ -126,18 +142,29 @@ class Store:
                 "by_model": _nest((m, s, n) for m, s, n in preds),
             }
             cost = conn.execute(
-                select(func.coalesce(func.sum(t.responses.c.cost_usd), 0.0)).where(t.responses.c.project == project)
+                select(func.coalesce(func.sum(t.responses.c.cost_usd), 0.0)).where(
+                    t.responses.c.project == project
+                )
             ).scalar_one()
             out["model_cost_usd"] = round(float(cost), 6)
             ann = conn.execute(
-                select(t.annotations.c.arm, t.annotations.c.tier, func.count(func.distinct(t.annotations.c.source_id)))
+                select(
+                    t.annotations.c.arm,
+                    t.annotations.c.tier,
+                    func.count(func.distinct(t.annotations.c.source_id)),
+                )
                 .where(t.annotations.c.project == project)
                 .group_by(t.annotations.c.arm, t.annotations.c.tier)
             ).all()
             out["annotations"] = {
                 "total": sum(n for _, _, n in ann),
                 "by_arm_tier": {f"{arm}/tier{tier}": n for arm, tier, n in ann},
-                "annotators": count(conn, t.annotations, t.annotations.c.project == project, distinct=t.annotations.c.annotator),
+                "annotators": count(
+                    conn,
+                    t.annotations,
+                    t.annotations.c.project == project,
+                    distinct=t.annotations.c.annotator,
+                ),
             }
             snap = conn.execute(
                 select(t.gold_snapshots.c.hash, t.gold_snapshots.c.counts)
@@ -150,7 +177,12 @@ class Store:
                 "values": count(conn, t.gold, t.gold.c.snapshot == snap[0]) if snap else 0,
             }
             out["runs"] = count(conn, t.runs, t.runs.c.project == project)
-            out["exclusions"] = count(conn, t.exclusions, t.exclusions.c.project == project, t.exclusions.c.active.is_(True))
+            out["exclusions"] = count(
+                conn,
+                t.exclusions,
+                t.exclusions.c.project == project,
+                t.exclusions.c.active.is_(True),
+            )
             return out
 
 

@@ -147,7 +147,9 @@ annotations = Table(
     Column("ls_annotation_id", Integer),
     Column("shown_prediction_id", Integer, ForeignKey("predictions.id")),
     Column("model_version", String(200)),
-    Column("origin", String(30)),  # Label Studio result origin: prediction | prediction-changed | manual
+    Column(
+        "origin", String(30)
+    ),  # Label Studio result origin: prediction | prediction-changed | manual
     Column("ground_truth", Boolean, nullable=False, default=False),
     Column("parent_prediction", Integer),
     Column("revision", Integer, nullable=False, default=1),
@@ -288,5 +290,7 @@ run_results = Table(
     Column("response_id", Integer, ForeignKey("responses.id")),
     Column("status", String(20), nullable=False),
     Column("scores", JSON),
-    UniqueConstraint("run_id", "model", "item_id", "variant", "condition", "control", name="uq_run_results"),
+    UniqueConstraint(
+        "run_id", "model", "item_id", "variant", "condition", "control", name="uq_run_results"
+    ),
 )
