@@ -1,0 +1,51 @@
+"""The declared price table: USD per million tokens, prompt at the input rate, thinking
+at the output rate (METRICS.md §5). Local and simulated models cost nothing.
+
+Prices change; a spec option ``price_in=...;price_out=...`` overrides this table, and
+``register_price`` adds a model for a whole session.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from truthline.models._spec import ModelSpec
+
+
+@dataclass(frozen=True)
+class Price:
+    input_per_m: float
+    output_per_m: float
+
+    def cost(self, tokens_in: int, tokens_out: int, tokens_thinking: int = 0) -> float:
+        return (
+            tokens_in * self.input_per_m + (tokens_out + tokens_thinking) * self.output_per_m
+        ) / 1e6
+
+
+FREE = Price(0.0, 0.0)
+
+# List prices (USD / 1M tokens) as declared for this release; override per spec.
+PRICES: dict[str, Price] = {
+    "gpt-4o": Price(2.50, 10.00),
+    "gpt-4o-mini": Price(0.15, 0.60),
+    "gpt-4.1": Price(2.00, 8.00),
+    "gpt-4.1-mini": Price(0.40, 1.60),
+    "gpt-4.1-nano": Price(0.10, 0.40),
+    "o4-mini": Price(1.10, 4.40),
+    "gpt-5": Price(1.25, 10.00),
+    "gpt-5-mini": Price(0.25, 2.00),
+}
+
+
+def register_price(model: str, input_per_m: float, output_per_m: float) -> None:
+    PRICES[model] = Price(input_per_m, output_per_m)
+
+
+def price_for(spec: ModelSpec) -> Price:
+    """The spec's own price options, else the table entry for an OpenAI model, else free."""
+    table = PRICES.get(spec.name) if spec.kind == "openai" else None
+    base = table or FREE
+    pin = spec.opt_float("price_in", base.input_per_m)
+    pout = spec.opt_float("price_out", base.output_per_m)
+    return Price(pin or 0.0, pout or 0.0)

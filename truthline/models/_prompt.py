@@ -1,0 +1,125 @@
+"""Prompts rendered from the project's Jinja2 templates, and requests built from items.
+
+Template context: ``project`` (the Project), ``item`` (``id``, ``key``, ``meta``, ``parent``,
+``media``), ``fields`` (top-level name -> FieldType; ``.describe`` says what a valid
+value is, entity lists have ``.subfields``), ``taxonomies`` (name -> Taxonomy) and
+``n_images``. Undefined names are errors that name the template file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from truthline.errors import TruthlineError
+from truthline.models._types import ModelRequest
+
+
+@lru_cache(maxsize=64)
+def _template(path: str, mtime: float):
+    import jinja2
+
+    env = jinja2.Environment(
+        undefined=jinja2.StrictUndefined, keep_trailing_newline=False, autoescape=False
+    )
+    try:
+        return env.from_string(Path(path).read_text(encoding="utf-8"))
+    except jinja2.TemplateSyntaxError as exc:
+        raise TruthlineError(f"{path}:{exc.lineno}: template syntax error: {exc.message}") from None
+
+
+def render_template(path: Path, context: dict[str, Any]) -> str:
+    import jinja2
+
+    if not path.is_file():
+        raise TruthlineError(f"prompt template {path} not found")
+    tpl = _template(str(path), path.stat().st_mtime)
+    try:
+        return tpl.render(**context).strip()
+    except jinja2.UndefinedError as exc:
+        raise TruthlineError(
+            f"{path}: {exc.message} (context: project, item, fields, taxonomies, n_images)"
+        ) from None
+
+
+def _default_user(project: Any, n_images: int) -> str:
+    lines = [f"You are shown {n_images} image(s). Answer with exactly one JSON object with keys:"]
+    lines += [f'- "{n}": {f.describe}' for n, f in project.field_types.items()]
+    return "\n".join(lines)
+
+
+def render_prompt(
+    project: Any, item: dict[str, Any], *, template: str | None = None
+) -> tuple[str | None, str]:
+    """``(system, user)`` for one item; ``template`` is a user template path relative to
+    the project (default: ``prompts.user``), or a variant name from ``prompts.variants``."""
+    n_images = len(item.get("media") or [])
+    ctx = {
+        "project": project,
+        "item": {
+            "id": item.get("id"),
+            "key": item.get("key"),
+            "meta": item.get("meta") or {},
+            "parent": item.get("parent"),
+            "media": item.get("media") or [],
+        },
+        "fields": project.field_types,
+        "taxonomies": project.taxonomies,
+        "n_images": n_images,
+    }
+    system = None
+    if project.prompts.system:
+        system = render_template(project.prompt_path(project.prompts.system), ctx)
+    rel = project.prompts.variants.get(template, template) if template else project.prompts.user
+    user = (
+        render_template(project.prompt_path(rel), ctx) if rel else _default_user(project, n_images)
+    )
+    return system, user
+
+
+def default_settings(project: Any, **overrides: Any) -> dict[str, Any]:
+    """Request settings (part of the cache key): decoding, output cap, image policy."""
+    out: dict[str, Any] = {
+        "temperature": 0.0,
+        "max_tokens": project.benchmark.output_cap,
+        "image_policy": project.image_policy.model_dump(),
+    }
+    out.update({k: v for k, v in overrides.items() if v is not None})
+    return out
+
+
+def item_requests(
+    project: Any,
+    items: Iterable[dict[str, Any]],
+    *,
+    purpose: str,
+    settings: dict[str, Any] | None = None,
+    template: str | None = None,
+    context: dict[str, Any] | None = None,
+) -> list[ModelRequest]:
+    """One request per stored item (``Store.items`` rows), prompts rendered, images resolved."""
+    settings = settings or default_settings(project)
+    out = []
+    for it in items:
+        system, user = render_prompt(project, it, template=template)
+        root = Path(it.get("media_root") or ".")
+        ctx = {"sim_truth": it.get("sim_truth"), "meta": it.get("meta") or {}, "key": it.get("key")}
+        if template:
+            ctx["variant"] = template
+        ctx.update(context or {})
+        out.append(
+            ModelRequest(
+                project=project.name,
+                item_id=it.get("id"),
+                purpose=purpose,
+                system=system,
+                user=user,
+                images=[root / m for m in it.get("media") or []],
+                fields=project.field_types,
+                settings=dict(settings),
+                context=ctx,
+            )
+        )
+    return out

@@ -1,0 +1,119 @@
+"""The backend registry: a model client is one class decorated with ``@backend("kind")``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from truthline.errors import TruthlineError
+from truthline.models._prices import Price, price_for
+from truthline.models._spec import ModelSpec, parse_model_spec
+from truthline.models._types import Completion, InfraError, ModelRequest
+
+
+@dataclass
+class Detection:
+    """One detected object in pixels of the frame it was found in."""
+
+    x: float
+    y: float
+    width: float
+    height: float
+    confidence: float
+    label: str = "person"
+
+
+@dataclass
+class FrameRef:
+    """A frame handed to a detector: pixels (BGR) plus where it came from."""
+
+    video: str
+    t: float
+    image: Any = None
+
+
+class Backend:
+    """A model client. Override ``complete`` (one request), or ``complete_batch`` and set
+    ``batch_size`` (local models that batch); detectors also implement ``detect``."""
+
+    kind: ClassVar[str] = ""
+    simulated: ClassVar[bool] = False
+    batch_size: int = 1
+    max_concurrency: int | None = None
+    """Cap on parallel calls regardless of the runner's concurrency (local models: 1)."""
+
+    def __init__(self, spec: ModelSpec):
+        self.spec = spec
+        self.store: Any = None
+
+    def bind(self, store: Any) -> None:
+        """Called by the runner before the first request (some backends read the store)."""
+        self.store = store
+
+    @property
+    def price(self) -> Price:
+        return price_for(self.spec)
+
+    async def complete(self, request: ModelRequest) -> Completion:
+        out = await self.complete_batch([request])
+        res = out[0]
+        if isinstance(res, InfraError):
+            raise res
+        return res
+
+    async def complete_batch(
+        self, requests: Sequence[ModelRequest]
+    ) -> list[Completion | InfraError]:
+        out: list[Completion | InfraError] = []
+        for r in requests:
+            try:
+                out.append(await self.complete(r))
+            except InfraError as exc:
+                out.append(exc)
+        return out
+
+    def detect(self, frames: Sequence[FrameRef]) -> list[list[Detection]]:
+        raise TruthlineError(f"{self.spec.alias} is not a detector (kind {self.kind!r})")
+
+    def describe(self) -> str:
+        return self.spec.alias
+
+    async def aclose(self) -> None:
+        return None
+
+
+_BACKENDS: dict[str, type[Backend]] = {}
+
+
+def backend(kind: str):
+    """Register a Backend subclass for specs ``KIND:...``."""
+
+    def deco(cls: type[Backend]) -> type[Backend]:
+        cls.kind = kind
+        _BACKENDS[kind] = cls
+        return cls
+
+    return deco
+
+
+def registered_backends() -> list[str]:
+    _load_builtin()
+    return sorted(_BACKENDS)
+
+
+def _load_builtin() -> None:
+    # Importing the modules registers them; heavy libraries load lazily inside each.
+    from truthline.models import _hf, _openai, _scripted, _simulated, _yolo  # noqa: F401
+
+
+def get_backend(spec: str | ModelSpec) -> Backend:
+    """An instance of the backend a spec names; unknown kinds list the known ones."""
+    _load_builtin()
+    ms = parse_model_spec(spec) if isinstance(spec, str) else spec
+    cls = _BACKENDS.get(ms.kind)
+    if cls is None:
+        raise TruthlineError(
+            f"model spec {ms.text!r}: unknown kind {ms.kind!r} (known: {', '.join(sorted(_BACKENDS))})"
+        )
+    return cls(ms)

@@ -1,0 +1,487 @@
+"""The async runner: bounded concurrency, retries for infrastructure failures only,
+one durable store row per answer, the cache, cost and budget, Ctrl-C.
+
+Every request ends as exactly one of ``parsed``, ``model_failure`` (unparseable, refused,
+truncated at the output cap — with the reason) or ``infra_missing`` (transport, 5xx, 429,
+timeout after retries). A request the runner never sent (budget reached, interrupted)
+comes back as ``not_run`` and is not stored. Answers are committed as they arrive, so a
+crash loses nothing and a rerun asks nothing twice: the cache key is model identity +
+settings + rendered prompt hash + image hashes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+import signal
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+
+from truthline.errors import AnswerFormatError
+from truthline.fields import parse_fields, parse_json_answer
+from truthline.models._images import image_hash
+from truthline.models._registry import Backend, get_backend
+from truthline.models._spec import ModelSpec, parse_model_spec
+from truthline.models._types import (
+    INFRA_MISSING,
+    MODEL_FAILURE,
+    NOT_RUN,
+    PARSED,
+    Completion,
+    InfraError,
+    ModelRequest,
+    ModelResult,
+)
+from truthline.store import json_hash, now, tables
+
+_REFUSAL = re.compile(
+    r"^\s*(i'?m sorry|i am sorry|sorry,|i can(?:'|no)t|i cannot|i won'?t|i am unable|i'm unable)",
+    re.I,
+)
+
+
+@dataclass
+class RetryPolicy:
+    """Retries for infrastructure failures: exponential backoff with full jitter, capped;
+    a server's Retry-After wins over the computed delay."""
+
+    retries: int = 4
+    base: float = 0.5
+    cap: float = 30.0
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return max(0.0, min(retry_after, self.cap * 4))
+        return random.uniform(0, min(self.cap, self.base * 2 ** (attempt - 1)))
+
+
+def request_key(spec: ModelSpec, req: ModelRequest) -> tuple[str, str, list[str]]:
+    """``(cache_key, prompt_hash, image_hashes)`` for one request."""
+    prompt_hash = json_hash([req.system, req.user])
+    images = [image_hash(p) for p in req.images]
+    key = json_hash(
+        {
+            "model": spec.cache_identity,
+            "settings": req.settings,
+            "prompt": prompt_hash,
+            "images": images,
+        }
+    )
+    return key, prompt_hash, images
+
+
+def classify(fields: Any, comp: Completion) -> tuple[str, str | None, dict, dict]:
+    """``(status, reason, values, field_errors)`` of an answer per METRICS.md §5."""
+    if comp.refusal or comp.finish_reason == "content_filter":
+        return MODEL_FAILURE, "refused", {}, {}
+    if comp.finish_reason == "length":
+        return MODEL_FAILURE, "truncated", {}, {}
+    try:
+        obj = parse_json_answer(comp.text)
+    except AnswerFormatError as exc:
+        if comp.text and _REFUSAL.match(comp.text):
+            return MODEL_FAILURE, "refused", {}, {}
+        return MODEL_FAILURE, exc.reason, {}, {}
+    values, errors = parse_fields(fields, obj)
+    return PARSED, None, values, errors
+
+
+def _from_row(row: Any, cached: bool = True) -> ModelResult:
+    m = row._mapping
+    return ModelResult(
+        response_id=m["id"],
+        cache_key=m["cache_key"],
+        status=m["status"],
+        reason=m["reason"],
+        values=m["parsed"] or {},
+        field_errors=m["field_errors"] or {},
+        raw=m["raw_response"],
+        tokens_in=m["tokens_in"] or 0,
+        tokens_out=m["tokens_out"] or 0,
+        tokens_thinking=m["tokens_thinking"] or 0,
+        cost_usd=m["cost_usd"] or 0.0,
+        latency_s=m["latency_s"],
+        cached=cached,
+        attempts=m["attempts"] or 1,
+        simulated=bool(m["simulated"]),
+    )
+
+
+def cached_results(store: Any, keys: Sequence[str]) -> dict[str, ModelResult]:
+    t = tables.responses
+    out: dict[str, ModelResult] = {}
+    uniq = list(dict.fromkeys(keys))
+    with store.begin() as conn:
+        for i in range(0, len(uniq), 500):
+            for row in conn.execute(select(t).where(t.c.cache_key.in_(uniq[i : i + 500]))):
+                out[row.cache_key] = _from_row(row)
+    return out
+
+
+class _Run:
+    def __init__(
+        self,
+        store: Any,
+        be: Backend,
+        reqs: Sequence[ModelRequest],
+        keys: list[tuple],
+        policy: RetryPolicy,
+        max_cost: float | None,
+        on_result: Callable | None,
+    ):
+        self.store = store
+        self.be = be
+        self.reqs = reqs
+        self.keys = keys
+        self.policy = policy
+        self.max_cost = max_cost
+        self.on_result = on_result
+        self.spent = 0.0
+        self.failures = 0
+        self.stop_reason: str | None = None
+        self.results: dict[int, ModelResult] = {}
+        self.existing: dict[str, int] = {}
+        self.price = be.price
+        self.bar: Any = None
+        self.task: Any = None
+
+    # -- store ---------------------------------------------------------------------------
+    def record(self, i: int, out: Completion | InfraError, latency: float, attempts: int) -> None:
+        req, (key, phash, ihashes) = self.reqs[i], self.keys[i]
+        values: dict[str, Any]
+        errors: dict[str, str]
+        reason: str | None
+        raw: str | None
+        if isinstance(out, InfraError):
+            status, reason, values, errors = INFRA_MISSING, out.reason, {}, {}
+            raw, tin, tout, tthink = (out.detail or None), 0, 0, 0
+        else:
+            status, reason, values, errors = classify(req.fields, out)
+            raw = out.raw if out.raw is not None else out.text
+            tin, tout, tthink = out.tokens_in, out.tokens_out, out.tokens_thinking
+        cost = self.price.cost(tin, tout, tthink)
+        ts = now()
+        row = dict(
+            project=req.project,
+            item_id=req.item_id,
+            purpose=req.purpose,
+            model_spec=self.be.spec.text,
+            model_alias=self.be.spec.alias,
+            simulated=self.be.simulated,
+            status=status,
+            reason=reason,
+            raw_response=raw,
+            parsed=values,
+            field_errors=errors,
+            tokens_in=tin,
+            tokens_out=tout,
+            tokens_thinking=tthink,
+            cost_usd=cost,
+            latency_s=latency,
+            attempts=attempts,
+            settings=req.settings,
+            prompt_hash=phash,
+            image_hashes=ihashes,
+            updated_at=ts,
+        )
+        t = tables.responses
+        with self.store.begin() as conn:
+            rid = self.existing.get(key)
+            if rid is not None:
+                conn.execute(t.update().where(t.c.id == rid).values(**row))
+            else:
+                rid = conn.execute(
+                    t.insert().values(cache_key=key, created_at=ts, **row)
+                ).inserted_primary_key[0]
+        res = ModelResult(
+            response_id=int(rid),
+            cache_key=key,
+            status=status,
+            reason=reason,
+            values=values,
+            field_errors=errors,
+            raw=raw,
+            tokens_in=tin,
+            tokens_out=tout,
+            tokens_thinking=tthink,
+            cost_usd=cost,
+            latency_s=latency,
+            cached=False,
+            attempts=attempts,
+            simulated=self.be.simulated,
+        )
+        self.results[i] = res
+        self.spent += cost
+        if status != PARSED:
+            self.failures += 1
+        if self.max_cost is not None and self.spent >= self.max_cost and not self.stop_reason:
+            self.stop_reason = "budget"
+        if self.on_result is not None:
+            self.on_result(req, res)
+        if self.bar is not None:
+            self.bar.update(self.task, advance=1, failures=self.failures, cost=self.spent)
+
+    # -- calls ---------------------------------------------------------------------------
+    async def call(self, batch: list[int]) -> None:
+        attempts = dict.fromkeys(batch, 0)
+        pending = batch
+        while pending:
+            for i in pending:
+                attempts[i] += 1
+            t0 = time.perf_counter()
+            try:
+                outs = await self.be.complete_batch([self.reqs[i] for i in pending])
+            except InfraError as exc:
+                outs = [exc] * len(pending)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a client bug or an unexpected library error
+                err = InfraError("client_error", f"{type(exc).__name__}: {exc}", retry=False)
+                outs = [err] * len(pending)
+            latency = time.perf_counter() - t0
+            retry: list[int] = []
+            delay = 0.0
+            for i, out in zip(pending, outs, strict=True):
+                if (
+                    isinstance(out, InfraError)
+                    and out.retry
+                    and attempts[i] <= self.policy.retries
+                    and not self.stop_reason
+                ):
+                    retry.append(i)
+                    delay = max(delay, self.policy.delay(attempts[i], out.retry_after))
+                else:
+                    self.record(i, out, latency, attempts[i])
+            if retry:
+                await asyncio.sleep(delay)
+            pending = retry
+
+    async def worker(self, queue: asyncio.Queue) -> None:
+        size = max(1, self.be.batch_size)
+        while not self.stop_reason:
+            batch: list[int] = []
+            while len(batch) < size and not queue.empty():
+                batch.append(queue.get_nowait())
+            if not batch:
+                return
+            await self.call(batch)
+
+
+async def arun_requests(
+    store: Any,
+    spec: str | ModelSpec,
+    requests: Sequence[ModelRequest],
+    *,
+    concurrency: int = 8,
+    max_cost: float | None = None,
+    retry_missing: bool = False,
+    progress: bool = True,
+    policy: RetryPolicy | None = None,
+    on_result: Callable[[ModelRequest, ModelResult], None] | None = None,
+    backend: Backend | None = None,
+) -> list[ModelResult]:
+    """The async form of ``run_requests`` (for callers already inside an event loop)."""
+    ms = parse_model_spec(spec) if isinstance(spec, str) else spec
+    be = backend or get_backend(ms)
+    be.bind(store)
+    keys = [request_key(ms, r) for r in requests]
+    have = cached_results(store, [k[0] for k in keys])
+    results: list[ModelResult | None] = [None] * len(requests)
+    first: dict[str, int] = {}
+    todo: list[int] = []
+    dup: list[int] = []
+    run = _Run(store, be, requests, keys, policy or RetryPolicy(), max_cost, on_result)
+    for i, (key, _, _) in enumerate(keys):
+        old = have.get(key)
+        if old is not None and not (retry_missing and old.status == INFRA_MISSING):
+            results[i] = old
+            if on_result is not None:
+                on_result(requests[i], old)
+            continue
+        if old is not None:
+            run.existing[key] = old.response_id
+        if key in first:
+            dup.append(i)
+            continue
+        first[key] = i
+        todo.append(i)
+
+    queue: asyncio.Queue = asyncio.Queue()
+    for i in todo:
+        queue.put_nowait(i)
+    loop = asyncio.get_running_loop()
+    sigint = False
+    if threading.current_thread() is threading.main_thread():
+        try:
+            loop.add_signal_handler(signal.SIGINT, _interrupt, run)
+            sigint = True
+        except (NotImplementedError, RuntimeError):
+            pass
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    cols = [
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("[cyan]{task.fields[rate]}"),
+        TimeRemainingColumn(),
+        TextColumn("[red]{task.fields[failures]} failed"),
+        TextColumn("${task.fields[cost]:.4f}"),
+    ]
+    n_workers = min(max(1, concurrency), be.max_concurrency or concurrency, max(1, len(todo)))
+    try:
+        with Progress(*cols, disable=not progress or not todo, transient=False) as bar:
+            run.bar = _RateBar(bar)
+            run.task = bar.add_task(f"{ms.alias}", total=len(todo), failures=0, cost=0.0, rate="")
+            workers = [asyncio.create_task(run.worker(queue)) for _ in range(n_workers)]
+            try:
+                await asyncio.gather(*workers)
+            except asyncio.CancelledError:
+                for w in workers:
+                    w.cancel()
+                await asyncio.gather(*workers, return_exceptions=True)
+                run.stop_reason = run.stop_reason or "interrupted"
+    finally:
+        if sigint:
+            loop.remove_signal_handler(signal.SIGINT)
+        await be.aclose()
+    for i, done in run.results.items():
+        results[i] = done
+    for i in dup:
+        src = run.results.get(first[keys[i][0]])
+        if src is not None:
+            results[i] = src
+    out: list[ModelResult] = []
+    for i, maybe in enumerate(results):
+        res = maybe
+        if res is None:
+            res = ModelResult(
+                response_id=0,
+                cache_key=keys[i][0],
+                status=NOT_RUN,
+                reason=run.stop_reason or "not_run",
+                values={},
+                field_errors={},
+                raw=None,
+                simulated=be.simulated,
+            )
+        out.append(res)
+    return out
+
+
+class _RateBar:
+    """Progress updates with a samples/s rate (rich's speed column is per-task smoothed)."""
+
+    def __init__(self, bar: Any):
+        self.bar = bar
+        self.t0 = time.perf_counter()
+        self.n = 0
+
+    def update(self, task: Any, advance: int, failures: int, cost: float) -> None:
+        self.n += advance
+        el = max(time.perf_counter() - self.t0, 1e-9)
+        self.bar.update(
+            task, advance=advance, failures=failures, cost=cost, rate=f"{self.n / el:.1f}/s"
+        )
+
+
+def _interrupt(run: _Run) -> None:
+    """First Ctrl-C: stop starting requests and cancel the in-flight ones (never stored)."""
+    run.stop_reason = "interrupted"
+    for task in asyncio.all_tasks():
+        if task is not asyncio.current_task():
+            task.cancel()
+
+
+def run_requests(
+    store: Any,
+    spec: str | ModelSpec,
+    requests: Sequence[ModelRequest],
+    *,
+    concurrency: int = 8,
+    max_cost: float | None = None,
+    retry_missing: bool = False,
+    progress: bool = True,
+    policy: RetryPolicy | None = None,
+    on_result: Callable[[ModelRequest, ModelResult], None] | None = None,
+    backend: Backend | None = None,
+) -> list[ModelResult]:
+    """Run requests through one model; results align with ``requests``.
+
+    Cached answers come back with ``cached=True`` and are not re-asked; ``retry_missing``
+    re-sends only requests whose stored outcome is ``infra_missing``. ``max_cost`` (USD)
+    stops starting new requests once this run has spent it; unsent requests come back
+    as ``not_run`` with reason ``budget`` (or ``interrupted`` after Ctrl-C).
+    """
+    coro = arun_requests(
+        store,
+        spec,
+        requests,
+        concurrency=concurrency,
+        max_cost=max_cost,
+        retry_missing=retry_missing,
+        progress=progress,
+        policy=policy,
+        on_result=on_result,
+        backend=backend,
+    )
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    box: dict[str, Any] = {}
+
+    def _in_thread() -> None:
+        try:
+            box["out"] = asyncio.run(coro)
+        except BaseException as exc:  # re-raised in the caller's thread
+            box["exc"] = exc
+
+    th = threading.Thread(target=_in_thread)
+    th.start()
+    th.join()
+    if "exc" in box:
+        raise box["exc"]
+    return box["out"]
+
+
+def results_summary(results: Sequence[ModelResult]) -> dict[str, Any]:
+    """Counts by outcome and reason, tokens and cost of a list of results."""
+    by_status: dict[str, int] = {}
+    by_reason: dict[str, int] = {}
+    for r in results:
+        by_status[r.status] = by_status.get(r.status, 0) + 1
+        if r.reason:
+            by_reason[f"{r.status}:{r.reason}"] = by_reason.get(f"{r.status}:{r.reason}", 0) + 1
+    return {
+        "requests": len(results),
+        "by_status": by_status,
+        "by_reason": by_reason,
+        "cached": sum(r.cached for r in results),
+        "cost_usd": round(sum(r.cost_usd for r in results if not r.cached), 6),
+        "tokens_in": sum(r.tokens_in for r in results),
+        "tokens_out": sum(r.tokens_out for r in results),
+    }
+
+
+__all__ = [
+    "RetryPolicy",
+    "arun_requests",
+    "cached_results",
+    "classify",
+    "request_key",
+    "results_summary",
+    "run_requests",
+]

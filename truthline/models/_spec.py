@@ -1,0 +1,97 @@
+"""Model spec strings: which backend, which model, where, and per-spec options.
+
+Grammar::
+
+    SPEC    := KIND ":" NAME [ "@" URL ] { ";" KEY "=" VALUE }
+    KIND    := a registered backend (openai, hf, yolo, simulated, scripted, ...)
+
+Examples::
+
+    openai:gpt-4o-mini                          api.openai.com, key from OPENAI_API_KEY
+    openai:qwen2.5-vl@http://127.0.0.1:8000/v1  any OpenAI-compatible server (vLLM, Ollama, ...)
+    openai:gpt-4o;key_env=AZURE_KEY;alias=gpt4o-azure;timeout=30
+    hf:/models/llava-tiny;batch=4;device=cpu     local transformers image-text-to-text model
+    yolo:yolo11n.yaml  yolo:/weights/best.pt;conf=0.25
+    simulated:steel-v1                           a SIMULATED model (truthline.simulate)
+    scripted:/data/detections.json               a scripted detector (tests, benchmarks)
+
+Options every backend understands: ``alias`` (the name stored as model version; default
+``KIND:NAME``), ``price_in`` / ``price_out`` (USD per million tokens, overriding the
+declared price table). The alias never contains the URL or a key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from truthline.errors import TruthlineError
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    kind: str
+    name: str
+    url: str | None = None
+    options: dict[str, str] = field(default_factory=dict)
+    text: str = ""
+
+    @property
+    def alias(self) -> str:
+        return self.options.get("alias") or f"{self.kind}:{self.name}"
+
+    def opt(self, key: str, default: str | None = None) -> str | None:
+        return self.options.get(key, default)
+
+    def opt_float(self, key: str, default: float | None = None) -> float | None:
+        raw = self.options.get(key)
+        if raw is None:
+            return default
+        try:
+            return float(raw)
+        except ValueError:
+            raise TruthlineError(
+                f"model spec {self.text!r}: option {key}={raw!r} is not a number"
+            ) from None
+
+    def opt_int(self, key: str, default: int) -> int:
+        val = self.opt_float(key, float(default))
+        return int(val if val is not None else default)
+
+    @property
+    def cache_identity(self) -> str:
+        """What identifies the model for the cache: everything except the alias and prices."""
+        opts = ";".join(
+            f"{k}={v}"
+            for k, v in sorted(self.options.items())
+            if k not in ("alias", "price_in", "price_out", "timeout", "key_env")
+        )
+        return f"{self.kind}:{self.name}@{self.url or ''};{opts}"
+
+
+def parse_model_spec(spec: str) -> ModelSpec:
+    """Parse ``KIND:NAME[@URL][;key=value...]``; errors say what a valid spec looks like."""
+    text = spec.strip()
+    head, *opts = text.split(";")
+    kind, sep, rest = head.partition(":")
+    if not sep or not kind or not rest:
+        raise TruthlineError(
+            f"model spec {spec!r}: expected KIND:NAME, e.g. openai:gpt-4o-mini, "
+            "hf:/path/to/model, yolo:yolo11n.yaml, simulated:steel-v1"
+        )
+    name, url = rest, None
+    at = rest.find("@http")
+    if at >= 0:
+        name, url = rest[:at], rest[at + 1 :]
+    if not name:
+        raise TruthlineError(f"model spec {spec!r}: empty model name")
+    options: dict[str, str] = {}
+    for o in opts:
+        if not o.strip():
+            continue
+        k, eq, v = o.partition("=")
+        if not eq or not k.strip():
+            raise TruthlineError(f"model spec {spec!r}: option {o!r} is not KEY=VALUE")
+        options[k.strip()] = v.strip()
+    return ModelSpec(
+        kind=kind.strip().lower(), name=name.strip(), url=url, options=options, text=text
+    )

@@ -1,0 +1,83 @@
+"""The request/result contract of the one model layer (prefill and benchmark alike)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from truthline.fields import FieldType
+
+PARSED = "parsed"
+MODEL_FAILURE = "model_failure"
+INFRA_MISSING = "infra_missing"
+NOT_RUN = "not_run"
+"""Status of a request the runner never sent (budget reached, Ctrl-C); nothing is stored."""
+
+
+@dataclass
+class ModelRequest:
+    """One question to one model about one item. Everything the cache key needs is here."""
+
+    project: str
+    item_id: int | None
+    purpose: str  # "prefill" | "benchmark" | "check"
+    system: str | None
+    user: str
+    images: list[Path]
+    fields: Mapping[str, FieldType]
+    settings: dict[str, Any]
+    context: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ModelResult:
+    """The one outcome of a request: parsed, model failure or infrastructure missing."""
+
+    response_id: int
+    cache_key: str
+    status: str
+    reason: str | None
+    values: dict[str, Any]
+    field_errors: dict[str, str]
+    raw: str | None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    tokens_thinking: int = 0
+    cost_usd: float = 0.0
+    latency_s: float | None = None
+    cached: bool = False
+    attempts: int = 1
+    simulated: bool = False
+
+
+@dataclass
+class Completion:
+    """What a backend returns for one request that reached the model."""
+
+    text: str | None
+    finish_reason: str | None = "stop"
+    refusal: str | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    tokens_thinking: int = 0
+    raw: str | None = None
+    """The raw answer to store (defaults to ``text``)."""
+
+
+class InfraError(Exception):
+    """The request did not reach a model answer (transport, 5xx, 429, timeout).
+
+    ``retry`` says whether retrying the same inputs can help; ``retry_after`` is the
+    server's Retry-After in seconds, when it sent one.
+    """
+
+    def __init__(
+        self, reason: str, detail: str = "", *, retry: bool = True, retry_after: float | None = None
+    ):
+        self.reason = reason
+        self.detail = detail
+        self.retry = retry
+        self.retry_after = retry_after
+        super().__init__(f"{reason}: {detail}" if detail else reason)

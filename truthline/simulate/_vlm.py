@@ -1,0 +1,310 @@
+"""SIMULATED VLM answers: deterministic, seeded error profiles over an item's known truth.
+
+A simulated model reads ``items.sim_truth`` (project field names, see
+``truthline.demo._scene.truth_of``) and answers every declared field with the errors
+its profile declares: per-field error rates, a "defaults to B1 when unsure" bias,
+over-flagging of safety fields, weak spatial context. The same ``(profile, key)`` always
+gives the same answer, so reruns and caches are stable. Nothing here is a real model:
+every answer carries ``simulated = True`` where it is stored.
+
+A new profile is one decorated function::
+
+    @simulated_profile("my-model")
+    def _mine() -> SimProfile:
+        return SimProfile(field_error={"workers.action": 0.2})
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from truthline.fields import (
+    Boolean,
+    EntityList,
+    FieldType,
+    MultiChoice,
+    Number,
+    Reading,
+    Region,
+    SingleChoice,
+    Text,
+)
+
+
+@dataclass(frozen=True)
+class SimProfile:
+    """How a simulated model errs. Rates are probabilities per decision."""
+
+    description: str = ""
+    default_error: float = 0.1
+    field_error: dict[str, float] = field(default_factory=dict)
+    """Error rate per leaf path (``workers.action``, ``worker_count``)."""
+    default_code: dict[str, str] = field(default_factory=dict)
+    """When an error hits this field, answer this code with ``default_bias`` probability
+    (SteelBench's VLM falls back to B1 when unsure)."""
+    default_bias: float = 0.0
+    same_group: float = 0.6
+    """Share of taxonomy errors that stay inside the true class's group."""
+    false_alarm: float = 0.05
+    """Safety fields: P(flag | no violation)."""
+    miss: float = 0.05
+    """Safety fields: P(no flag | violation)."""
+    miss_entity: float = 0.0
+    """P(an entity such as a worker is left out)."""
+    format_failure: float = 0.0
+    """P(the raw answer is not valid JSON) — exercises model-failure accounting."""
+
+    def error_rate(self, path: str) -> float:
+        return self.field_error.get(path, self.default_error)
+
+
+_PROFILES: dict[str, Callable[[], SimProfile]] = {}
+
+
+def simulated_profile(name: str):
+    """Register a zero-argument function returning a ``SimProfile`` under ``name``."""
+
+    def deco(fn: Callable[[], SimProfile]) -> Callable[[], SimProfile]:
+        _PROFILES[name] = fn
+        return fn
+
+    return deco
+
+
+def registered_profiles() -> list[str]:
+    return sorted(_PROFILES)
+
+
+def get_profile(name: str) -> SimProfile:
+    try:
+        return _PROFILES[name]()
+    except KeyError:
+        raise KeyError(
+            f"unknown simulated profile {name!r} (known: {', '.join(registered_profiles())})"
+        ) from None
+
+
+@simulated_profile("steel-v1")
+def _steel_v1() -> SimProfile:
+    return SimProfile(
+        description="SIMULATED prefill VLM: B1 when unsure, over-flags safety, weak spatial context",
+        default_error=0.1,
+        field_error={
+            "workers.action": 0.35,
+            "workers.helmet": 0.06,
+            "workers.harness": 0.05,
+            "workers.spatial_context": 0.45,
+            "worker_count": 0.1,
+            "visibility": 0.2,
+            "scene_type": 0.1,
+        },
+        default_code={"workers.action": "B1"},
+        default_bias=0.6,
+        false_alarm=0.25,
+        miss=0.06,
+        miss_entity=0.03,
+    )
+
+
+@simulated_profile("steel-strong")
+def _steel_strong() -> SimProfile:
+    return SimProfile(
+        description="SIMULATED strong benchmark model",
+        default_error=0.05,
+        field_error={
+            "workers.action": 0.12,
+            "workers.helmet": 0.03,
+            "workers.harness": 0.03,
+            "workers.spatial_context": 0.12,
+            "worker_count": 0.04,
+        },
+        default_code={"workers.action": "B1"},
+        default_bias=0.2,
+        false_alarm=0.05,
+        miss=0.04,
+        miss_entity=0.01,
+    )
+
+
+@simulated_profile("steel-weak")
+def _steel_weak() -> SimProfile:
+    return SimProfile(
+        description="SIMULATED weak benchmark model (some unparseable answers)",
+        default_error=0.25,
+        field_error={
+            "workers.action": 0.5,
+            "workers.helmet": 0.15,
+            "workers.harness": 0.15,
+            "workers.spatial_context": 0.5,
+            "worker_count": 0.25,
+        },
+        default_code={"workers.action": "B1"},
+        default_bias=0.3,
+        false_alarm=0.3,
+        miss=0.3,
+        miss_entity=0.08,
+        format_failure=0.03,
+    )
+
+
+@simulated_profile("perfect")
+def _perfect() -> SimProfile:
+    return SimProfile(description="SIMULATED oracle: answers the known truth", default_error=0.0)
+
+
+def seeded_rng(*parts: str) -> random.Random:
+    """A ``random.Random`` seeded from strings (stable across processes and platforms)."""
+    digest = hashlib.sha256("\x1f".join(parts).encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def _leaf(path: str) -> str:
+    """``workers.action`` for ``workers[P1].action`` (profile rates are per leaf path)."""
+    import re
+
+    return re.sub(r"\[[^\]]*\]", "", path)
+
+
+class _Sim:
+    def __init__(self, prof: SimProfile, rng: random.Random):
+        self.p = prof
+        self.rng = rng
+        self.errors = 0
+        self.decisions = 0
+
+    def hit(self, rate: float) -> bool:
+        return self.rng.random() < rate
+
+    def value(self, ft: FieldType, truth: Any, known: bool) -> Any:
+        leaf = _leaf(ft.path)
+        if isinstance(ft, EntityList):
+            return self.entities(ft, truth if isinstance(truth, list) else [])
+        if isinstance(ft, Text):
+            return "SIMULATED answer" if not known else (truth or "SIMULATED answer")
+        if isinstance(ft, Reading | Region):
+            return truth if known else None
+        self.decisions += 1
+        if isinstance(ft, Boolean):
+            if not known:
+                return self.hit(self.p.false_alarm) if ft.spec.safety else False
+            if ft.spec.safety:
+                flip = self.hit(self.p.miss if truth else self.p.false_alarm)
+            else:
+                flip = self.hit(self.p.error_rate(leaf))
+            self.errors += flip
+            return (not truth) if flip else bool(truth)
+        if not known:
+            return self.unknown(ft)
+        if not self.hit(self.p.error_rate(leaf)):
+            return truth
+        self.errors += 1
+        if isinstance(ft, Number):
+            step = self.rng.choice([-1, 1])
+            lo = getattr(ft.spec, "min", None)
+            out = truth + step
+            if lo is not None and out < lo:
+                out = truth + 1
+            return out
+        if isinstance(ft, SingleChoice):
+            return self.wrong_choice(ft, truth, leaf)
+        if isinstance(ft, MultiChoice):
+            cats = [c for c in (ft.categories() or []) if c not in (truth or [])]
+            if truth and (not cats or self.hit(0.5)):
+                return sorted(truth[1:]) if len(truth) > 1 else [self.rng.choice(cats or truth)]
+            return sorted([*(truth or [])[:-1], self.rng.choice(cats)]) if cats else truth
+        return truth
+
+    def wrong_choice(self, ft: SingleChoice, truth: str, leaf: str) -> str:
+        default = self.p.default_code.get(leaf)
+        if default and default != truth and self.hit(self.p.default_bias):
+            return default
+        cannot = getattr(ft.spec, "cannot_tell", None)
+        cats = [c for c in (ft.categories() or []) if c != truth and c != cannot]
+        if not cats:
+            return truth
+        group = ft.group_of(truth)
+        same = [c for c in cats if group is not None and ft.group_of(c) == group]
+        if same and self.hit(self.p.same_group):
+            return self.rng.choice(same)
+        return self.rng.choice(cats)
+
+    def unknown(self, ft: FieldType) -> Any:
+        cats = ft.categories()
+        if isinstance(ft, MultiChoice):
+            return []
+        if cats:
+            cannot = getattr(ft.spec, "cannot_tell", None)
+            return cannot or cats[0]
+        if isinstance(ft, Number):
+            return getattr(ft.spec, "min", None) or 0
+        return None
+
+    def entities(self, ft: EntityList, truth: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        out = []
+        for ent in truth:
+            if not isinstance(ent, dict):
+                continue
+            if self.hit(self.p.miss_entity):
+                self.errors += 1
+                continue
+            ans: dict[str, Any] = {}
+            for name, sub in ft.subfields.items():
+                if name == ft.spec.key:
+                    ans[name] = ent.get(name)
+                    continue
+                if name == "confidence":
+                    continue
+                ans[name] = self.value(sub, ent.get(name), name in ent)
+            if "safety_violation" in ans and "violation_rule" in ft.subfields:
+                if not ans["safety_violation"]:
+                    ans["violation_rule"] = None
+                elif not ans.get("violation_rule"):
+                    ans["violation_rule"] = ent.get("violation_rule") or "UA-G-01"
+            if "confidence" in ft.subfields:
+                ans["confidence"] = self.confidence()
+            out.append({k: v for k, v in ans.items() if v is not None})
+        return out
+
+    def confidence(self) -> str:
+        """Stated confidence loosely tracking whether errors were made (for calibration)."""
+        if self.errors == 0:
+            return self.rng.choice(["high", "high", "high", "medium"])
+        return self.rng.choice(["high", "medium", "medium", "low"])
+
+
+def simulated_answer(profile: str, truth: dict[str, Any], project: Any, key: str) -> dict[str, Any]:
+    """The SIMULATED answer of ``profile`` for one item, as a JSON object in field names.
+
+    ``truth`` is the item's known truth (``items.sim_truth``); ``project`` a loaded
+    ``Project``; ``key`` makes it deterministic (item key + prompt variant, ...).
+    Fields the truth does not cover get a neutral answer (``cannot_tell``, false, empty).
+    """
+    prof = get_profile(profile)
+    sim = _Sim(prof, seeded_rng(profile, key))
+    truth = truth or {}
+    out: dict[str, Any] = {}
+    for name, ft in project.field_types.items():
+        if name == "confidence":
+            continue
+        out[name] = sim.value(ft, truth.get(name), name in truth)
+    if "scene_violation" in out and isinstance(out.get("workers"), list) and out["workers"]:
+        flags = [w.get("safety_violation") for w in out["workers"]]
+        if "scene_violation" not in truth:
+            out["scene_violation"] = any(bool(f) for f in flags)
+    if "confidence" in project.field_types:
+        out["confidence"] = sim.confidence()
+    return out
+
+
+def simulated_raw(profile: str, truth: dict[str, Any], project: Any, key: str) -> str:
+    """The raw text a SIMULATED model returns: JSON, or garbage at the profile's format-failure rate."""
+    import json
+
+    prof = get_profile(profile)
+    if prof.format_failure and seeded_rng(profile, key, "format").random() < prof.format_failure:
+        return "I think the workers are fine. (SIMULATED unparseable answer)"
+    return json.dumps(simulated_answer(profile, truth, project, key))
