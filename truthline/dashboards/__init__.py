@@ -1,0 +1,52 @@
+"""Dashboards: thin Streamlit pages over the store (overview, agreement, provenance audit, benchmark).
+
+Pages only read: they call the same functions as the CLI (``truthline.stats``,
+``truthline.audit``, ``truthline.benchmark``) and cache the results per data version.
+
+Public API: ``page`` (register a page), ``pages``, ``chart`` (a chart with table view and
+CSV download), ``cached``, ``Context``, ``read_only_store``, ``app_path``,
+``streamlit_command``, and the Overview queries ``loop_funnel``, ``model_costs``,
+``label_studio_links``.
+"""
+
+from truthline.dashboards._context import Context, Source, read_only_store
+from truthline.dashboards._queries import label_studio_links, loop_funnel, model_costs
+from truthline.dashboards._registry import Page, get_page, page, pages
+
+
+def app_path():
+    from truthline.dashboards._cli import app_path as _p
+
+    return _p()
+
+
+def streamlit_command(port: int) -> list[str]:
+    from truthline.dashboards._cli import streamlit_command as _c
+
+    return _c(port)
+
+
+def __getattr__(name: str):
+    if name in ("chart", "cached"):  # these import streamlit
+        from truthline.dashboards import _charts, _frame
+
+        return {"chart": _charts.chart, "cached": _frame.cached}[name]
+    raise AttributeError(name)
+
+
+__all__ = [
+    "Context",
+    "Page",
+    "Source",
+    "app_path",
+    "cached",
+    "chart",
+    "get_page",
+    "label_studio_links",
+    "loop_funnel",
+    "model_costs",
+    "page",
+    "pages",
+    "read_only_store",
+    "streamlit_command",
+]

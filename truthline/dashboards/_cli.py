@@ -1,13 +1,117 @@
-"""`truthline dashboard`: Streamlit pages for agreement, the provenance audit and results."""
+"""`truthline dashboard`: start the Streamlit pages (headless, 127.0.0.1, usage stats off)."""
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
-from truthline._cli_common import planned
+from truthline._cli_common import JsonOpt, ProjectOpt, console, print_json, state
+from truthline.errors import TruthlineError
 
-app = typer.Typer(help="Open the Streamlit dashboards (agreement, provenance audit, benchmark).")
-planned(
-    app,
-    "dashboard: starts Streamlit on 127.0.0.1 with overview, agreement, audit and benchmark pages.",
+app = typer.Typer(
+    help="Open the Streamlit dashboards (overview, agreement, provenance audit, benchmark)."
 )
+
+ADDRESS = "127.0.0.1"
+
+
+def app_path() -> Path:
+    """The Streamlit script of the dashboards."""
+    return Path(__file__).with_name("_app.py")
+
+
+def streamlit_command(port: int) -> list[str]:
+    """The exact ``streamlit run`` command line (headless, loopback only, no usage stats)."""
+    return [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(app_path()),
+        "--server.address",
+        ADDRESS,
+        "--server.port",
+        str(port),
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
+        "--server.fileWatcherType",
+        "none",
+        "--global.developmentMode",
+        "false",
+        "--client.toolbarMode",
+        "viewer",
+    ]
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((ADDRESS, port))
+        except OSError:
+            return False
+    return True
+
+
+@app.callback(invoke_without_command=True)
+def dashboard(
+    ctx: typer.Context,
+    port: Annotated[
+        int, typer.Option("--port", help="Port on 127.0.0.1.", min=1, max=65535)
+    ] = 8501,
+    project: ProjectOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Start the dashboards on http://127.0.0.1:PORT and serve until Ctrl-C.
+
+    Pages: Overview, Agreement, Provenance audit, Benchmark. They only read the store.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    st = state(ctx)
+    ws = st.ws
+    if not ws.db_url and not (ws.root / "truthline.db").is_file():
+        raise TruthlineError(
+            f"no store at {ws.root / 'truthline.db'}; run `truthline demo --workspace {ws.root}` "
+            "or `truthline init steel-safety` first (or pass --workspace / --db)"
+        )
+    names = ws.store.project_names()
+    if project is not None and project not in names:
+        raise TruthlineError(
+            f"no project {project!r} in the store (have: {', '.join(names) or 'none'})"
+        )
+    if not _port_free(port):
+        raise TruthlineError(f"port {port} on {ADDRESS} is in use; pass --port with a free one")
+    env = dict(os.environ)
+    env["TRUTHLINE_WORKSPACE"] = str(ws.root)
+    if ws.db_url:
+        env["TRUTHLINE_DB"] = ws.db_url
+    if project:
+        env["TRUTHLINE_PROJECT"] = project
+    env["STREAMLIT_BROWSER_GATHER_USAGE_STATS"] = "false"
+    url = f"http://{ADDRESS}:{port}"
+    info: dict[str, object] = {"url": url, "workspace": str(ws.root), "project": project}
+    proc = subprocess.Popen(streamlit_command(port), env=env)
+    info["pid"] = proc.pid
+    if as_json:
+        print_json(info)
+    else:
+        console.print(f"[green]dashboards[/] at {url}  (Ctrl-C stops them)")
+    try:
+        rc = proc.wait()
+    except KeyboardInterrupt:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        raise typer.Exit(0) from None
+    if rc != 0:
+        raise TruthlineError(f"streamlit exited with status {rc}")

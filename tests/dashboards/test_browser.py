@@ -1,0 +1,28 @@
+"""The dashboards in a real browser: `truthline dashboard` + Debian Chromium via Playwright."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.dashboards.browser import browser, dashboard_server, open_page, screenshot
+
+pytestmark = pytest.mark.browser
+
+# (url path, heading, minimum plotly charts drawn, text that must be on the page)
+PAGES = [
+    ("", "Overview: Steel plant CCTV safety (SteelBench template)", 2, "Items through the loop"),
+]
+
+
+def test_every_page_renders_in_chromium(loop_ws, tmp_path):
+    with dashboard_server(loop_ws.root) as url, browser(tmp_path / "profile") as page:
+        for path, heading, charts, must_show in PAGES:
+            open_page(page, f"{url}/{path}", heading, charts=charts)
+            assert page.locator('[data-testid="stException"]').count() == 0, path
+            assert page.get_by_text(must_show).first.is_visible()
+            shot = screenshot(page, path or "overview")
+            assert shot.stat().st_size > 20_000  # a real rendering, not a blank page
+        # Navigation between pages works from the sidebar.
+        nav = page.locator('[data-testid="stSidebarNav"] a')
+        if len(PAGES) > 1:  # Streamlit hides the navigation of a one-page app
+            assert nav.count() == len(PAGES)

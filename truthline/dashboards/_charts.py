@@ -1,0 +1,54 @@
+"""Every chart comes with its numbers: a Chart/Table switch and a CSV download."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "chart"
+
+
+def csv_bytes(table: pd.DataFrame) -> bytes:
+    return table.to_csv(index=False).encode("utf-8")
+
+
+def chart(fig: Any, table: pd.DataFrame, name: str, *, caption: str | None = None) -> None:
+    """Render ``fig`` (plotly or altair) with a table view of ``table`` and its CSV download.
+
+    ``name`` titles the chart and names the CSV file; it must be unique on the page.
+    """
+    slug = _slug(name)
+    st.markdown(f"**{name}**")
+    if caption:
+        st.caption(caption)
+    if table.empty:
+        st.info(f"{name}: no data yet.")
+        return
+    tab_chart, tab_table = st.tabs(["Chart", "Table"])
+    with tab_chart:
+        if fig is None:
+            st.caption("(table only)")
+        elif hasattr(fig, "to_plotly_json"):
+            st.plotly_chart(fig, key=f"fig-{slug}")
+        else:
+            st.altair_chart(fig, key=f"fig-{slug}")
+    with tab_table:
+        st.dataframe(table, hide_index=True, key=f"tbl-{slug}")
+    st.download_button(
+        f"Download {name} (CSV)",
+        csv_bytes(table),
+        file_name=f"{slug}.csv",
+        mime="text/csv",
+        key=f"csv-{slug}",
+        on_click="ignore",
+    )
+
+
+def table(df: pd.DataFrame, name: str) -> None:
+    """A table without a chart, still downloadable."""
+    chart(None, df, name)
