@@ -1,0 +1,361 @@
+"""Agreement coefficients as (per-unit features, finish) pairs — one code path for point and CI.
+
+Every coefficient here is a function of SUMS over units of a few per-unit features
+(counts per category, within-unit pair agreement, coincidences). A bootstrap resample
+is a vector of unit multiplicities ``w``, so its sums are ``w @ F``; a batch of
+resamples is one matrix product ``W @ F``. The point estimate is the same ``finish``
+applied to ``ones @ F``. No Python loop over resamples, no per-resample coincidence
+matrix built from raw data.
+
+Krippendorff's alpha without the units x values² blow-up: at the interval level the
+observed and expected disagreements reduce to sums of x and x² (``sum (x_i - x_j)² =
+2 n sum x² - 2 (sum x)²``), so memory is O(units), whatever the number of distinct values.
+Ordinal alpha is interval alpha on mid-ranks of the (resample's) value marginals.
+
+A new coefficient is one class decorated with ``@coefficient("name")``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy as np
+from scipy import sparse
+
+from truthline.fields import masi_distance
+from truthline.stats._ratings import AgreementError, Ratings
+
+LEVELS = ("nominal", "ordinal", "interval", "ratio", "masi")
+WEIGHTS = ("none", "linear", "quadratic")
+
+_REGISTRY: dict[str, type[Coefficient]] = {}
+
+
+def coefficient(name: str) -> Callable[[type[Coefficient]], type[Coefficient]]:
+    """Register a Coefficient subclass under ``name`` (used by ``agreement`` and the CLI)."""
+
+    def deco(cls: type[Coefficient]) -> type[Coefficient]:
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return deco
+
+
+def registered_coefficients() -> dict[str, type[Coefficient]]:
+    return dict(_REGISTRY)
+
+
+def get_coefficient(name: str) -> type[Coefficient]:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise AgreementError(
+            f"unknown coefficient {name!r} (known: {', '.join(_REGISTRY)})"
+        ) from None
+
+
+def agreement_weights(q: int, weights: str | None) -> np.ndarray:
+    """Agreement weights on category indices: identity, linear or quadratic (Cohen 1968)."""
+    if weights in (None, "none", "identity"):
+        return np.eye(q)
+    if q < 2:
+        return np.ones((q, q))
+    d = np.abs(np.subtract.outer(np.arange(q), np.arange(q))) / (q - 1)
+    if weights == "linear":
+        return 1.0 - d
+    if weights == "quadratic":
+        return 1.0 - d**2
+    raise AgreementError(f"unknown weights {weights!r}; use none, linear or quadratic")
+
+
+def _pair_form(N: np.ndarray, A: np.ndarray) -> np.ndarray:
+    """Per unit, sum over ordered pairs of distinct raters of ``A[c_r, c_s]``."""
+    return np.einsum("uc,ck,uk->u", N, A, N) - N @ np.diag(A)
+
+
+def _sum(W: np.ndarray, F: Any) -> np.ndarray:
+    """``W @ F`` for dense or sparse per-unit features (B x k)."""
+    if sparse.issparse(F):
+        return np.asarray((F.T @ W.T).T)
+    return W @ F
+
+
+class Coefficient:
+    """One agreement coefficient prepared on one ratings table.
+
+    ``features`` is units x k (dense or sparse); ``finish`` maps sums ``W @ features``
+    (B x k) to B coefficient values. ``check`` raises a clear error when the point
+    estimate is undefined for these data.
+    """
+
+    name: ClassVar[str] = ""
+    title: ClassVar[str] = ""
+    uses_level: ClassVar[bool] = False
+    uses_weights: ClassVar[bool] = False
+
+    def __init__(self, ratings: Ratings, *, level: str = "nominal", weights: str | None = None):
+        if level not in LEVELS:
+            raise AgreementError(f"unknown level {level!r}; use one of {', '.join(LEVELS)}")
+        self.r = ratings
+        self.level = level
+        self.weights = weights or "none"
+        self.m = ratings.m
+        self.pairable = self.m >= 2
+        if not self.pairable.any():
+            raise AgreementError(
+                f"no unit has ratings from two or more raters (raters: "
+                f"{', '.join(map(str, ratings.raters))}); agreement needs units rated twice"
+            )
+        self.features = self._features()
+
+    # -- to implement ----------------------------------------------------------------
+    def _features(self) -> Any:
+        raise NotImplementedError
+
+    def finish(self, S: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    # -- shared ----------------------------------------------------------------------
+    def values(self, W: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return self.finish(_sum(np.asarray(W, dtype=float), self.features))
+
+    def point(self) -> float:
+        v = float(self.values(np.ones((1, self.r.n_units)))[0])
+        if not np.isfinite(v):
+            self.undefined()
+        return v
+
+    def undefined(self) -> None:
+        """Raise the reason the coefficient is undefined here (single category, ...)."""
+        codes = self.r.codes[self.pairable]
+        used = np.unique(codes[codes >= 0])
+        if len(used) == 1:
+            raise AgreementError(
+                f"{self.title}: every pairable rating is {self.r.values[used[0]]!r}; with a "
+                "single category everywhere the expected disagreement is 0 and the coefficient "
+                "is undefined (0/0) — observed agreement is 100%, but the data cannot show "
+                "raters distinguishing categories"
+            )
+        raise AgreementError(f"{self.title}: undefined for these data (0/0)")
+
+    @property
+    def units_used(self) -> int:
+        return int(self.pairable.sum())
+
+    @property
+    def pairable_values(self) -> int:
+        return int(self.m[self.pairable].sum())
+
+    @property
+    def raters_used(self) -> int:
+        return int(self.r.present[self.pairable].any(axis=0).sum())
+
+
+# -- Krippendorff's alpha ---------------------------------------------------------------
+@coefficient("alpha")
+class KrippendorffAlpha(Coefficient):
+    """Krippendorff's alpha (Krippendorff 2011): any raters, missing values, five levels."""
+
+    title = "Krippendorff's alpha"
+    uses_level = True
+
+    def _features(self) -> Any:
+        r, level = self.r, self.level
+        p = self.pairable
+        mp = np.where(p, self.m, 0).astype(float)
+        den = np.where(p, self.m - 1, 1).astype(float)
+        if level == "ordinal":
+            return self._coincidences(den)
+        if level == "interval":
+            x = r.numeric()
+            x = x - (x.mean() if len(x) else 0.0)  # centering: no cancellation in sum(x²)
+            vals = np.where(r.present, x[np.clip(r.codes, 0, None)], 0.0)
+            s1 = np.where(p, vals.sum(axis=1), 0.0)
+            s2 = np.where(p, (vals**2).sum(axis=1), 0.0)
+            d = np.where(p, (2 * mp * s2 - 2 * s1**2) / den, 0.0)
+            return np.column_stack([mp, d, s1, s2])
+        # static metric over categories: nominal, ratio, masi
+        N = r.counts() * p[:, None]
+        self.delta = self._delta()
+        d = np.where(p, _pair_form(N, self.delta) / den, 0.0)
+        return np.column_stack([mp, d, N])
+
+    def _delta(self) -> np.ndarray:
+        q, level = self.r.q, self.level
+        if level == "nominal":
+            return 1.0 - np.eye(q)
+        if level == "ratio":
+            x = self.r.numeric()
+            if np.any(x < 0):
+                raise AgreementError("ratio level needs non-negative values (a true zero)")
+            s = np.add.outer(x, x)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return np.where(s > 0, (np.subtract.outer(x, x) / s) ** 2, 0.0)
+        # masi: set-valued ratings; a single label counts as a one-element set
+        sets = [v if isinstance(v, frozenset) else frozenset([v]) for v in self.r.values]
+        return np.array([[masi_distance(set(a), set(b)) for b in sets] for a in sets])
+
+    def _coincidences(self, den: np.ndarray) -> Any:
+        """Per-unit coincidence contributions, sparse units x q² (ordinal level)."""
+        r, q = self.r, self.r.q
+        rows, cols, vals = [], [], []
+        n_r = r.codes.shape[1]
+        for a in range(n_r):
+            for b in range(n_r):
+                if a == b:
+                    continue
+                ok = self.pairable & r.present[:, a] & r.present[:, b]
+                u = np.flatnonzero(ok)
+                rows.append(u)
+                cols.append(r.codes[u, a] * q + r.codes[u, b])
+                vals.append(1.0 / den[u])
+        P = sparse.coo_matrix(
+            (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+            shape=(r.n_units, q * q),
+        ).tocsr()
+        return P
+
+    def finish(self, S: np.ndarray) -> np.ndarray:
+        if self.level == "ordinal":
+            q = self.r.q
+            coinc = S.reshape(-1, q, q)
+            nc = coinc.sum(axis=2)
+            n = nc.sum(axis=1)
+            rank = np.cumsum(nc, axis=1) - nc / 2  # mid-ranks: ordinal = interval on ranks
+            do = 2 * (nc * rank**2).sum(1) - 2 * np.einsum("bc,bck,bk->b", rank, coinc, rank)
+            e = 2 * n * (nc * rank**2).sum(1) - 2 * (nc * rank).sum(1) ** 2
+        elif self.level == "interval":
+            n, do, s1, s2 = S.T
+            e = 2 * n * s2 - 2 * s1**2
+        else:
+            n, do, nc = S[:, 0], S[:, 1], S[:, 2:]
+            e = np.einsum("bc,ck,bk->b", nc, self.delta, nc)
+        out = 1.0 - (n - 1) * do / e
+        return np.where(e > 1e-12 * np.maximum(n, 1) ** 2, out, np.nan)
+
+
+# -- the Gwet family: percent agreement, Fleiss/Scott, AC1/AC2, Brennan-Prediger ----------
+class _PairFamily(Coefficient):
+    """Coefficients of the form (p_a - p_e) / (1 - p_e) with weighted pair agreement."""
+
+    uses_weights = True
+
+    def _features(self) -> Any:
+        r, p = self.r, self.pairable
+        q = r.q
+        self.wt = agreement_weights(q, self.weights)
+        N = r.counts()
+        a = np.where(p, _pair_form(N, self.wt), 0.0)
+        pr = np.where(p, self.m * (self.m - 1), 0).astype(float)
+        ratio = np.where(p, a / np.where(p, pr, 1), 0.0)
+        rated = self.m >= 1
+        share = N / np.where(rated, self.m, 1)[:, None]
+        return np.column_stack(
+            [p.astype(float), ratio, a, pr, rated.astype(float), N * p[:, None], share]
+        )
+
+    def _parts(self, S: np.ndarray) -> dict[str, Any]:
+        q = self.r.q
+        return {
+            "units": S[:, 0],
+            "pa": S[:, 1] / S[:, 0],
+            "pooled": S[:, 2] / S[:, 3],
+            "rated": S[:, 4],
+            "N": S[:, 5 : 5 + q],
+            "pi": S[:, 5 + q : 5 + 2 * q] / S[:, 4:5],
+        }
+
+    @staticmethod
+    def _chance(pa: np.ndarray, pe: np.ndarray) -> np.ndarray:
+        return np.where(np.abs(1 - pe) > 1e-12, (pa - pe) / (1 - pe), np.nan)
+
+
+@coefficient("pairwise")
+class PairwiseAgreement(_PairFamily):
+    """Raw agreement: share of rater pairs (within units) that agree (METRICS.md §2)."""
+
+    title = "Pairwise agreement"
+
+    def finish(self, S: np.ndarray) -> np.ndarray:
+        return self._parts(S)["pooled"]
+
+
+@coefficient("fleiss")
+class FleissKappa(_PairFamily):
+    """Fleiss (1971) kappa: mean per-unit pair agreement vs squared pooled proportions."""
+
+    title = "Fleiss' kappa"
+
+    def finish(self, S: np.ndarray) -> np.ndarray:
+        p = self._parts(S)
+        pj = p["N"] / p["N"].sum(axis=1, keepdims=True)
+        pe = np.einsum("bc,ck,bk->b", pj, self.wt, pj)
+        return self._chance(p["pa"], pe)
+
+
+@coefficient("scott")
+class ScottPi(FleissKappa):
+    """Scott's (1955) pi; with more than two raters it is Fleiss' kappa (its generalization)."""
+
+    title = "Scott's pi"
+
+
+@coefficient("ac1")
+class GwetAC1(_PairFamily):
+    """Gwet's AC1 (AC2 with weights), Gwet (2008, 2014): robust when one category dominates."""
+
+    title = "Gwet's AC1"
+
+    def finish(self, S: np.ndarray) -> np.ndarray:
+        p = self._parts(S)
+        q = self.r.q
+        if q < 2:
+            return np.full(S.shape[0], np.nan)
+        tw = self.wt.sum()
+        pe = tw / (q * (q - 1)) * (p["pi"] * (1 - p["pi"])).sum(axis=1)
+        return self._chance(p["pa"], pe)
+
+
+@coefficient("bp")
+class BrennanPrediger(_PairFamily):
+    """Brennan & Prediger (1981): chance agreement 1/q (T_w/q² weighted)."""
+
+    title = "Brennan-Prediger"
+
+    def finish(self, S: np.ndarray) -> np.ndarray:
+        q = self.r.q
+        pe = np.full(S.shape[0], self.wt.sum() / q**2)
+        return self._chance(self._parts(S)["pa"], pe)
+
+
+@coefficient("cohen")
+class CohenKappa(Coefficient):
+    """Cohen's kappa (1960), linear/quadratic weighted (1968): exactly two raters."""
+
+    title = "Cohen's kappa"
+    uses_weights = True
+
+    def _features(self) -> Any:
+        r = self.r
+        if r.codes.shape[1] != 2:
+            raise AgreementError(
+                f"Cohen's kappa compares exactly two raters; got {r.codes.shape[1]} "
+                f"({', '.join(map(str, r.raters))}); use fleiss, alpha or ac1"
+            )
+        q = r.q
+        self.wt = agreement_weights(q, self.weights)
+        both = np.flatnonzero(self.pairable)
+        cell = r.codes[both, 0] * q + r.codes[both, 1]
+        return sparse.csr_matrix((np.ones(len(both)), (both, cell)), shape=(r.n_units, q * q))
+
+    def finish(self, S: np.ndarray) -> np.ndarray:
+        q = self.r.q
+        T = S.reshape(-1, q, q)
+        n = T.sum(axis=(1, 2))
+        T = T / n[:, None, None]
+        po = (T * self.wt).sum(axis=(1, 2))
+        pe = np.einsum("bc,ck,bk->b", T.sum(2), self.wt, T.sum(1))
+        return np.where(np.abs(1 - pe) > 1e-12, (po - pe) / (1 - pe), np.nan)
