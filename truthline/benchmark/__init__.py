@@ -1,0 +1,49 @@
+"""Benchmark: the embedded runner over gold, the scoring contract, metrics, reports, export.
+
+Public API: ``run_benchmark``/``RunConfig`` (run or resume), ``load_run``, ``model_metrics``,
+``leaderboard``, ``compare_gold``, ``paired_matrix``, ``condition_change`` (plain data for
+the CLI and dashboards), ``write_report``, ``export_release``/``load_release``, the metric
+registry (``metric``) and the rule-baseline registry (``rule``). Pure metric functions on
+arrays live in ``truthline.benchmark.metrics``.
+"""
+
+from truthline.benchmark import _metrics as metrics
+from truthline.benchmark._gold import SLICES, Gold, GoldItem, in_slice, load_gold
+from truthline.benchmark._registry import Scored, compute_metrics, metric, registered_metrics
+from truthline.benchmark._results import (
+    RunData,
+    compare_gold,
+    condition_change,
+    leaderboard,
+    list_runs,
+    load_run,
+    model_metrics,
+    paired_matrix,
+)
+from truthline.benchmark._runner import RunConfig, load_manifest, run_benchmark
+from truthline.benchmark._scoring import score_answer
+
+__all__ = [
+    "SLICES",
+    "Gold",
+    "GoldItem",
+    "RunConfig",
+    "RunData",
+    "Scored",
+    "compare_gold",
+    "compute_metrics",
+    "condition_change",
+    "in_slice",
+    "leaderboard",
+    "list_runs",
+    "load_gold",
+    "load_manifest",
+    "load_run",
+    "metric",
+    "metrics",
+    "model_metrics",
+    "paired_matrix",
+    "registered_metrics",
+    "run_benchmark",
+    "score_answer",
+]

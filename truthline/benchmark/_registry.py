@@ -1,0 +1,323 @@
+"""The metric registry: project files name metrics; each name is one decorated function.
+
+A metric takes a ``Scored`` (one model's scored decisions as a DataFrame, plus the
+project and the resampling settings) and returns a dict whose ``value`` is its headline
+(a ``CI`` or a float, used by DRS checks) next to any detail tables. Adding a metric is
+one function decorated with ``@metric("name")``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, is_dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from truthline.benchmark import _metrics as M
+from truthline.fields import Boolean, Number, SingleChoice
+from truthline.project import Project
+from truthline.stats import CI
+
+
+@dataclass
+class Scored:
+    """One model's scored decisions. ``decisions`` columns: item_id, parent, stratum,
+    condition, path, field, entity, gold, pred, correct, credit, provenance, status,
+    confidence; ``entities``: item_id, list, tp, fp, fn."""
+
+    project: Project
+    decisions: pd.DataFrame
+    entities: pd.DataFrame
+    rs: M.Resampling = field(default_factory=M.Resampling)
+    cluster: bool = True
+    stratify: bool = True
+
+    def boot_args(self, df: pd.DataFrame) -> dict[str, Any]:
+        """Units/clusters/strata for a subset of decisions, as the project declares."""
+        args: dict[str, Any] = {"units": df["item_id"].tolist(), "rs": self.rs}
+        if self.cluster and "parent" in df and df["parent"].notna().any():
+            args["clusters"] = df["parent"].fillna(df["item_id"].astype(str)).tolist()
+        if self.stratify and "stratum" in df and df["stratum"].notna().any():
+            strata = df["stratum"].fillna("").astype(str)
+            # strata must be constant within a cluster: fall back to no strata otherwise
+            if (
+                "clusters" not in args
+                or (
+                    pd.DataFrame({"c": args["clusters"], "s": strata}).groupby("c")["s"].nunique()
+                    <= 1
+                ).all()
+            ):
+                args["strata"] = strata.tolist()
+        return args
+
+    def field_rows(self, leaf: str) -> pd.DataFrame:
+        return self.decisions[self.decisions["field"] == leaf]
+
+    @property
+    def settings(self):
+        return self.project.benchmark
+
+
+MetricFn = Callable[[Scored], dict[str, Any]]
+_METRICS: dict[str, MetricFn] = {}
+
+
+def metric(name: str) -> Callable[[MetricFn], MetricFn]:
+    """Register a benchmark metric under the name used in ``[benchmark] metrics``."""
+
+    def deco(fn: MetricFn) -> MetricFn:
+        _METRICS[name] = fn
+        return fn
+
+    return deco
+
+
+def registered_metrics() -> list[str]:
+    return sorted(_METRICS)
+
+
+def compute_metrics(scored: Scored, names: list[str]) -> dict[str, Any]:
+    """Every named metric (DRS last, since it reads the others' headline values)."""
+    unknown = [n for n in names if n not in _METRICS]
+    if unknown:
+        raise KeyError(
+            f"unknown benchmark metric(s) {', '.join(unknown)} "
+            f"(registered: {', '.join(registered_metrics())})"
+        )
+    out: dict[str, Any] = {}
+    for n in [n for n in names if n != "drs"]:
+        out[n] = _METRICS[n](scored)
+    if "drs" in names:
+        values = {k: headline(v) for k, v in out.items()}
+        for k in ("naudc", "crg", "safety_recall", "dwa", "accuracy", "macro_f1", "f2_detect"):
+            if k not in values and k in _METRICS:
+                values[k] = headline(_METRICS[k](scored))
+        scored_values = values
+        out["drs"] = M.drs(scored_values, scored.settings.checks)
+        out["drs"]["value"] = out["drs"]["drs"]
+    return out
+
+
+def headline(result: Any) -> float:
+    v = result.get("value") if isinstance(result, dict) else result
+    if isinstance(v, CI):
+        return v.point
+    try:
+        return float(v)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def plain(obj: Any) -> Any:
+    """JSON-able copy of metric output (CIs become dicts, NaN becomes None)."""
+    if isinstance(obj, CI):
+        return plain(obj.as_dict())
+    if is_dataclass(obj) and not isinstance(obj, type):
+        return plain(asdict(obj))
+    if isinstance(obj, dict):
+        return {str(k): plain(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [plain(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return plain(obj.tolist())
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, float | np.floating):
+        f = float(obj)
+        return None if np.isnan(f) else f
+    return obj
+
+
+# -- built-in metrics ----------------------------------------------------------------------
+def _targets(s: Scored, kind: tuple[type, ...] | None = None) -> list[str]:
+    out = []
+    for t in s.settings.target_fields or sorted(s.decisions["field"].unique()):
+        try:
+            ft = s.project.field(t)
+        except KeyError:
+            continue
+        if kind is None or isinstance(ft, kind):
+            out.append(t)
+    return out
+
+
+@metric("accuracy")
+def _accuracy(s: Scored) -> dict[str, Any]:
+    """Micro accuracy over every target decision, and per target field."""
+    d = s.decisions
+    by_field = {
+        f: M.accuracy(s.field_rows(f)["correct"].astype(float), **s.boot_args(s.field_rows(f)))
+        for f in _targets(s)
+        if len(s.field_rows(f))
+    }
+    value = M.accuracy(d["correct"].astype(float), **s.boot_args(d)) if len(d) else None
+    return {"value": value, "by_field": by_field}
+
+
+@metric("credit")
+def _credit(s: Scored) -> dict[str, Any]:
+    """Mean partial credit: tolerance for numbers, Jaccard for sets, group credit for taxonomies."""
+    d = s.decisions
+    by_field = {
+        f: M.accuracy(s.field_rows(f)["credit"], **s.boot_args(s.field_rows(f)))
+        for f in _targets(s)
+        if len(s.field_rows(f))
+    }
+    return {
+        "value": M.accuracy(d["credit"], **s.boot_args(d)) if len(d) else None,
+        "by_field": by_field,
+    }
+
+
+@metric("macro_f1")
+def _macro_f1(s: Scored) -> dict[str, Any]:
+    by_field = {}
+    for f in _targets(s, (SingleChoice, Boolean)):
+        rows = s.field_rows(f)
+        if len(rows):
+            by_field[f] = M.macro_f1(
+                rows["gold"].tolist(), rows["pred"].tolist(), **s.boot_args(rows)
+            )
+    first = next(iter(by_field.values()), None)
+    primary = s.settings.action_field
+    return {"value": by_field.get(primary, first) if primary else first, "by_field": by_field}
+
+
+@metric("per_class")
+def _per_class(s: Scored) -> dict[str, Any]:
+    out = {}
+    for f in _targets(s, (SingleChoice, Boolean)):
+        rows = s.field_rows(f)
+        if not len(rows):
+            continue
+        ft = s.project.field(f)
+        cats = [str(c) for c in (ft.categories() or [])]
+        present = set(map(str, rows["gold"])) | {str(p) for p in rows["pred"] if p is not None}
+        labels, m = M.confusion(
+            rows["gold"].tolist(), rows["pred"].tolist(), [c for c in cats if c in present]
+        )
+        out[f] = {
+            "classes": M.per_class(rows["gold"].tolist(), rows["pred"].tolist()),
+            "confusion": {"labels": labels, "matrix": m.tolist()},
+        }
+    return {"value": float("nan"), "by_field": out}
+
+
+@metric("acceptability")
+def _acceptability(s: Scored) -> dict[str, Any]:
+    out = {}
+    for f in _targets(s, (Boolean,)):
+        rows = s.field_rows(f)
+        if len(rows):
+            out[f] = M.binary_scores(
+                rows["gold"].tolist(), rows["pred"].tolist(), **s.boot_args(rows)
+            )
+    first = next(iter(out.values()), None)
+    return {"value": first["f1"] if first else None, "by_field": out}
+
+
+def _safety(s: Scored) -> dict[str, Any] | None:
+    f = s.settings.safety_field
+    if not f:
+        return None
+    rows = s.field_rows(f)
+    if not len(rows):
+        return None
+    return M.safety(rows["gold"].tolist(), rows["pred"].tolist(), **s.boot_args(rows))
+
+
+@metric("safety_recall")
+def _safety_recall(s: Scored) -> dict[str, Any]:
+    r = _safety(s)
+    return {"value": r["safety_recall"] if r else None, **({"counts": r["counts"]} if r else {})}
+
+
+@metric("false_alarm_share")
+def _false_alarm_share(s: Scored) -> dict[str, Any]:
+    r = _safety(s)
+    if r is None:
+        return {"value": None}
+    return {"value": r["false_alarm_share"], "regime": r["regime"], "counts": r["counts"]}
+
+
+def confidence_value(ft: Any, v: Any) -> float | None:
+    """Stated confidence as a number in [0, 1]: numbers as given (percent if > 1); an ordered
+    choice maps its k-th of K levels to k/K (low/medium/high -> 1/3, 2/3, 1)."""
+    if v is None:
+        return None
+    if isinstance(ft, Number) or isinstance(v, int | float):
+        x = float(v)
+        return x / 100 if x > 1 else x
+    cats = ft.categories() if ft is not None else None
+    if cats and v in cats:
+        return (cats.index(v) + 1) / len(cats)
+    return None
+
+
+def _primary(s: Scored) -> pd.DataFrame:
+    f = s.settings.action_field
+    return s.field_rows(f) if f and len(s.field_rows(f)) else s.decisions
+
+
+@metric("ece")
+def _ece(s: Scored) -> dict[str, Any]:
+    rows = _primary(s)
+    rows = rows[rows["confidence"].notna()]
+    if not len(rows):
+        return {"value": None, "note": "no stated confidence in the answers"}
+    r = M.ece(rows["confidence"].astype(float), rows["correct"].astype(float), **s.boot_args(rows))
+    r["value"] = r["ece"]
+    return r
+
+
+@metric("naudc")
+def _naudc(s: Scored) -> dict[str, Any]:
+    axis = s.settings.conditions
+    if axis is None:
+        return {"value": None, "note": "no [benchmark.conditions] declared"}
+    rows = s.decisions[s.decisions["condition"].notna()]
+    r = M.naudc(
+        rows["correct"].astype(float), rows["condition"].tolist(), axis.order, **s.boot_args(rows)
+    )
+    r["value"] = r["naudc"]
+    return r
+
+
+@metric("crg")
+def _crg(s: Scored) -> dict[str, Any]:
+    a, sf = s.settings.action_field, s.settings.safety_field
+    if not a or not sf:
+        return {"value": None, "note": "needs benchmark.action_field and safety_field"}
+    act = s.field_rows(a)[["item_id", "entity", "correct", "parent", "stratum"]]
+    saf = s.field_rows(sf)[["item_id", "entity", "correct"]]
+    j = act.merge(saf, on=["item_id", "entity"], suffixes=("_a", "_s"))
+    if not len(j):
+        return {"value": None}
+    ci = M.crg(j["correct_a"].astype(bool), j["correct_s"].astype(bool), **s.boot_args(j))
+    return {"value": ci, "perceived": int(j["correct_a"].sum())}
+
+
+@metric("dwa")
+def _dwa(s: Scored) -> dict[str, Any]:
+    rows = _primary(s)
+    return {"value": M.accuracy(rows["credit"], **s.boot_args(rows)) if len(rows) else None}
+
+
+@metric("f2_detect")
+def _f2(s: Scored) -> dict[str, Any]:
+    e = s.entities
+    if not len(e):
+        return {"value": None}
+    meta = s.decisions.drop_duplicates("item_id").set_index("item_id")
+    e = e.copy()
+    for col in ("parent", "stratum"):
+        e[col] = e["item_id"].map(meta[col]) if col in meta else None
+    ci = M.f_beta(e["tp"], e["fp"], e["fn"], beta=2.0, **s.boot_args(e))
+    return {"value": ci, "counts": {k: int(e[k].sum()) for k in ("tp", "fp", "fn")}}
+
+
+@metric("drs")
+def _drs(s: Scored) -> dict[str, Any]:  # computed in compute_metrics from the others
+    return compute_metrics(s, ["drs"])["drs"]

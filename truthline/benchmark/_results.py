@@ -1,0 +1,403 @@
+"""Results as plain data: what the CLI, reports and Streamlit dashboards all read.
+
+``load_run`` turns a run's stored rows into decision/entity DataFrames; ``leaderboard``,
+``model_metrics``, ``compare_gold`` and ``paired_matrix`` compute from them. Outcome
+accounting (METRICS.md §5): model failures are scored wrong and stay in the denominator;
+infrastructure-missing answers are excluded and reported as coverage; the format rate is
+the share of returned answers that parse.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sqlalchemy import select
+
+from truthline.benchmark import _metrics as M
+from truthline.benchmark._gold import SLICES, in_slice
+from truthline.benchmark._registry import Scored, compute_metrics, confidence_value, plain
+from truthline.benchmark._runner import load_manifest
+from truthline.errors import TruthlineError
+from truthline.project import Project
+from truthline.store import Store, tables
+
+ENTRY = ["model", "variant", "condition", "control"]
+
+
+@dataclass
+class RunData:
+    run_id: str
+    manifest: dict[str, Any]
+    decisions: pd.DataFrame
+    entities: pd.DataFrame
+    outcomes: pd.DataFrame
+    """One row per (entry, item): status and failure reason."""
+
+    def entries(self) -> list[tuple[str, str, str, str]]:
+        if not len(self.outcomes):
+            return []
+        return [tuple(x) for x in self.outcomes[ENTRY].drop_duplicates().itertuples(index=False)]  # type: ignore[misc]
+
+
+def list_runs(store: Store, project: str | None = None) -> list[dict[str, Any]]:
+    t = tables.runs
+    q = select(t.c.id, t.c.project, t.c.status, t.c.created_at, t.c.manifest).order_by(
+        t.c.created_at
+    )
+    if project:
+        q = q.where(t.c.project == project)
+    with store.begin() as conn:
+        rows = conn.execute(q).all()
+    return [
+        {
+            "run_id": r.id,
+            "project": r.project,
+            "status": r.status,
+            "created_at": r.created_at.isoformat() if r.created_at else None,
+            "gold_snapshot": (r.manifest or {}).get("gold_snapshot"),
+            "models": sorted({e["model"] for e in (r.manifest or {}).get("entries", {}).values()}),
+        }
+        for r in rows
+    ]
+
+
+def load_run(store: Store, run_id: str, project: Project | None = None) -> RunData:
+    """A run's scored decisions joined with item metadata (parent, stratum, condition)."""
+    manifest = load_manifest(store, run_id)
+    r, it = tables.run_results, tables.items
+    with store.begin() as conn:
+        rows = conn.execute(
+            select(
+                r.c.model,
+                r.c.variant,
+                r.c.condition,
+                r.c.control,
+                r.c.item_id,
+                r.c.status,
+                r.c.scores,
+                it.c.parent,
+                it.c.meta,
+                it.c.key,
+            )
+            .join(it, it.c.id == r.c.item_id)
+            .where(r.c.run_id == run_id)
+            .order_by(r.c.model, r.c.item_id)
+        ).all()
+    settings = project.benchmark if project else None
+    strata = settings.strata if settings else []
+    cond_col = settings.conditions.column if settings and settings.conditions else None
+    conf_ft = None
+    if project and settings and settings.confidence_field:
+        conf_ft = project.field_types.get(settings.confidence_field)
+    dec: list[dict[str, Any]] = []
+    ent: list[dict[str, Any]] = []
+    out: list[dict[str, Any]] = []
+    for row in rows:
+        scores = row.scores or {}
+        meta = row.meta or {}
+        base = {
+            "model": row.model,
+            "variant": row.variant,
+            "condition": row.condition,
+            "control": row.control,
+            "item_id": row.item_id,
+        }
+        out.append(
+            {
+                **base,
+                "status": row.status,
+                "reason": scores.get("reason"),
+                "cost_usd": scores.get("cost_usd", 0.0),
+            }
+        )
+        if row.status == "infra_missing":
+            continue
+        ctx = {
+            "parent": row.parent,
+            "stratum": "|".join(str(meta.get(s, "")) for s in strata) if strata else None,
+            "cond": str(meta.get(cond_col))
+            if cond_col and meta.get(cond_col) is not None
+            else None,
+            "confidence": confidence_value(conf_ft, scores.get("confidence")) if conf_ft else None,
+            "key": row.key,
+            "meta": meta,
+        }
+        for d in scores.get("decisions", []):
+            dec.append({**base, **ctx, "status": row.status, **d})
+        for name, c in (scores.get("entities") or {}).items():
+            ent.append({**base, "parent": row.parent, "list": name, **c})
+    decisions = pd.DataFrame(dec)
+    if len(decisions):
+        decisions = decisions.rename(columns={"cond": "condition_value"})
+    return RunData(run_id, manifest, decisions, pd.DataFrame(ent), pd.DataFrame(out))
+
+
+def _entry_mask(df: pd.DataFrame, entry: tuple[str, str, str, str]) -> Any:
+    m = np.ones(len(df), dtype=bool)
+    for col, val in zip(ENTRY, entry, strict=True):
+        m &= (df[col] == val).to_numpy()
+    return m
+
+
+def scored_for(
+    run: RunData,
+    project: Project,
+    entry: tuple[str, str, str, str],
+    slice_: str = "all",
+    *,
+    resamples: int | None = None,
+) -> Scored:
+    """The ``Scored`` view of one entry, restricted to a gold provenance slice."""
+    d = run.decisions
+    d = d[_entry_mask(d, entry)] if len(d) else d
+    if len(d) and slice_ != "all":
+        arms = _arms_of(run)
+        keep = [
+            in_slice(slice_, p, arms.get(i))
+            for p, i in zip(d["provenance"], d["item_id"], strict=True)
+        ]
+        d = d[np.array(keep, dtype=bool)]
+    d = d.rename(columns={"condition": "run_condition", "condition_value": "condition"})
+    e = run.entities
+    e = e[_entry_mask(e, entry)] if len(e) else pd.DataFrame(columns=["item_id", "tp", "fp", "fn"])
+    if slice_ != "all" and len(e):
+        e = e[e["item_id"].isin(set(d["item_id"]))]
+    b = project.benchmark
+    rs = M.Resampling(b.bootstrap_resamples if resamples is None else resamples, b.seed)
+    return Scored(project, d.reset_index(drop=True), e.reset_index(drop=True), rs)
+
+
+_ARMS: dict[str, dict[int, str]] = {}
+
+
+def _arms_of(run: RunData) -> dict[int, str]:
+    return run.manifest.get("_arms", {})
+
+
+def attach_arms(store: Store, run: RunData) -> None:
+    """Item arms (blind/anchored) for provenance slicing of expert gold."""
+    t = tables.arm_assignments
+    with store.begin() as conn:
+        rows = conn.execute(
+            select(t.c.item_id, t.c.arm).where(t.c.project == run.manifest["project"])
+        ).all()
+    run.manifest["_arms"] = {int(i): a for i, a in rows}
+
+
+def _outcome_summary(run: RunData, entry: tuple[str, str, str, str]) -> dict[str, Any]:
+    o = run.outcomes[_entry_mask(run.outcomes, entry)]
+    n = len(o)
+    by = o["status"].value_counts().to_dict() if n else {}
+    returned = by.get("parsed", 0) + by.get("model_failure", 0)
+    reasons = (
+        o.loc[o["status"] != "parsed", "reason"].fillna("").value_counts().to_dict() if n else {}
+    )
+    return {
+        "requests": n,
+        "parsed": int(by.get("parsed", 0)),
+        "model_failure": int(by.get("model_failure", 0)),
+        "infra_missing": int(by.get("infra_missing", 0)),
+        "coverage": returned / n if n else float("nan"),
+        "format_rate": by.get("parsed", 0) / returned if returned else float("nan"),
+        "failure_reasons": {str(k): int(v) for k, v in reasons.items()},
+        "cost_usd": float(o["cost_usd"].fillna(0).sum()) if n else 0.0,
+    }
+
+
+def model_metrics(
+    store: Store,
+    project: Project,
+    run_id: str,
+    *,
+    slice_: str = "all",
+    metrics: list[str] | None = None,
+    resamples: int | None = None,
+) -> list[dict[str, Any]]:
+    """Every entry of a run with outcome accounting and the project's metrics (plain data)."""
+    run = load_run(store, run_id, project)
+    attach_arms(store, run)
+    names = metrics or list(project.benchmark.metrics) or ["accuracy"]
+    if "accuracy" not in names:
+        names = ["accuracy", *names]
+    out = []
+    for entry in run.entries():
+        s = scored_for(run, project, entry, slice_, resamples=resamples)
+        res = compute_metrics(s, names) if len(s.decisions) else {}
+        out.append(
+            {
+                "run_id": run_id,
+                **dict(zip(ENTRY, entry, strict=True)),
+                "slice": slice_,
+                "decisions": len(s.decisions),
+                **_outcome_summary(run, entry),
+                "simulated": _simulated(run, entry),
+                "metrics": plain(res),
+            }
+        )
+    return out
+
+
+def _simulated(run: RunData, entry: tuple[str, str, str, str]) -> bool:
+    key = "|".join(entry)
+    return bool(run.manifest.get("entries", {}).get(key, {}).get("simulated", False))
+
+
+def leaderboard(
+    store: Store,
+    project: Project,
+    run_ids: list[str],
+    *,
+    slice_: str = "all",
+    resamples: int | None = None,
+) -> list[dict[str, Any]]:
+    """One row per model entry across runs, best accuracy first, with CI, coverage and cost."""
+    rows = []
+    for rid in run_ids:
+        for m in model_metrics(store, project, rid, slice_=slice_, resamples=resamples):
+            acc = (m["metrics"].get("accuracy") or {}).get("value") or {}
+            rows.append({**m, "accuracy": acc})
+    rows.sort(
+        key=lambda r: (
+            -(r["accuracy"].get("point") if r["accuracy"].get("point") is not None else -1)
+        )
+    )
+    return rows
+
+
+def compare_gold(
+    store: Store, project: Project, run_id: str, *, resamples: int | None = None
+) -> dict[str, Any]:
+    """Every model's accuracy on blind vs anchored vs VLM-sourced gold, and the inflation
+    (anchored - blind, in pp) with a bootstrap CI; the slices hold different items, so the
+    two accuracies are resampled independently (seeded) and differenced."""
+    run = load_run(store, run_id, project)
+    attach_arms(store, run)
+    b = project.benchmark
+    rs = M.Resampling(b.bootstrap_resamples if resamples is None else resamples, b.seed)
+    models = []
+    for entry in run.entries():
+        row: dict[str, Any] = dict(zip(ENTRY, entry, strict=True))
+        boots: dict[str, np.ndarray | None] = {}
+        for sl in SLICES:
+            s = scored_for(run, project, entry, sl, resamples=0)
+            d = s.decisions
+            if not len(d):
+                row[sl] = None
+                boots[sl] = None
+                continue
+            ci, boot = _acc_with_boot(s, d, rs, seed_offset=SLICES.index(sl))
+            row[sl] = plain(ci)
+            boots[sl] = boot
+        for other in ("anchored", "vlm-sourced"):
+            row[f"inflation_{other}_pp"] = _diff_pp(row, boots, other, rs)
+        models.append(row)
+    infl = [m["inflation_anchored_pp"]["point"] for m in models if m.get("inflation_anchored_pp")]
+    higher = sum(1 for v in infl if v > 0)
+    return {
+        "run_id": run_id,
+        "gold_snapshot": run.manifest.get("gold_snapshot"),
+        "models": models,
+        "mean_inflation_pp": float(np.mean(infl)) if infl else None,
+        "higher_on_anchored": f"{higher} of {len(infl)}",
+        "resamples": rs.resamples,
+        "seed": rs.seed,
+    }
+
+
+def _acc_with_boot(
+    s: Scored, d: pd.DataFrame, rs: M.Resampling, seed_offset: int
+) -> tuple[M.CI, np.ndarray | None]:
+    args = s.boot_args(d)
+    args["rs"] = M.Resampling(rs.resamples, rs.seed + seed_offset, rs.level)
+    u = M._units(len(d), args["units"], args.get("clusters"), args.get("strata"))
+    corr = d["correct"].astype(float).to_numpy()
+    na, nb = u.sums(corr), u.sums(np.ones_like(corr))
+    point = float(na.sum() / nb.sum())
+    boot = None
+    if rs.resamples:
+        W = u.matrix(args["rs"])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            boot = (W @ na) / (W @ nb)
+    return M._ci(point, boot, args["rs"], u), boot
+
+
+def _diff_pp(
+    row: dict[str, Any], boots: dict[str, Any], other: str, rs: M.Resampling
+) -> dict[str, Any] | None:
+    if row.get(other) is None or row.get("blind") is None:
+        return None
+    point = 100 * (row[other]["point"] - row["blind"]["point"])
+    out: dict[str, Any] = {"point": point, "low": None, "high": None, "resamples": rs.resamples}
+    a, bl = boots.get(other), boots.get("blind")
+    if a is not None and bl is not None:
+        diff = 100 * (a - bl)
+        diff = diff[np.isfinite(diff)]
+        if diff.size:
+            lo, hi = np.quantile(diff, [(1 - rs.level) / 2, 1 - (1 - rs.level) / 2])
+            out["low"], out["high"] = float(lo), float(hi)
+    return out
+
+
+def paired_matrix(
+    store: Store, project: Project, run_id: str, *, resamples: int | None = None
+) -> dict[str, Any]:
+    """Paired accuracy differences between every two entries on their common decisions;
+    "distinguishable" only when the paired 95% CI excludes zero."""
+    run = load_run(store, run_id, project)
+    attach_arms(store, run)
+    entries = run.entries()
+    views = {e: scored_for(run, project, e, resamples=resamples) for e in entries}
+    names = ["|".join(x for x in e if x) if e[1:] != ("", "base", "") else e[0] for e in entries]
+    cells = []
+    for i, a in enumerate(entries):
+        for j, b_ in enumerate(entries):
+            if i >= j:
+                continue
+            da = views[a].decisions.set_index(["item_id", "path"])
+            db = views[b_].decisions.set_index(["item_id", "path"])
+            common = da.index.intersection(db.index)
+            if not len(common):
+                continue
+            sub_a, sub_b = da.loc[common], db.loc[common]
+            args = views[a].boot_args(sub_a.reset_index())
+            res = M.paired_difference(
+                sub_a["correct"].astype(float), sub_b["correct"].astype(float), **args
+            )
+            cells.append(
+                {
+                    "a": names[i],
+                    "b": names[j],
+                    "n": len(common),
+                    "difference": plain(res["difference"]),
+                    "distinguishable": res["distinguishable"],
+                }
+            )
+    return {"run_id": run_id, "entries": names, "pairs": cells}
+
+
+def condition_change(
+    store: Store, project: Project, run_id: str, model: str, *, resamples: int | None = None
+) -> dict[str, Any]:
+    """Base vs +GT for one model: net change with cluster CI and the transition table."""
+    run = load_run(store, run_id, project)
+    attach_arms(store, run)
+    ents = [e for e in run.entries() if e[0] == model]
+    base = next((e for e in ents if e[2] == "base" and not e[3]), None)
+    gt = next((e for e in ents if e[2] == "gt" and not e[3]), None)
+    if base is None or gt is None:
+        raise TruthlineError(f"run {run_id!r} lacks base and gt conditions for model {model!r}")
+    sb, sg = (
+        scored_for(run, project, base, resamples=resamples),
+        scored_for(run, project, gt, resamples=resamples),
+    )
+    da = sb.decisions.set_index(["item_id", "path"])
+    dg = sg.decisions.set_index(["item_id", "path"])
+    common = da.index.intersection(dg.index)
+    args = sb.boot_args(da.loc[common].reset_index())
+    res = M.transitions(
+        da.loc[common, "correct"].astype(bool), dg.loc[common, "correct"].astype(bool), **args
+    )
+    return {"model": model, **plain(res)}
