@@ -124,7 +124,7 @@ def projects_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
             return
         table = Table("name", "title", "media", "fields", "path")
         for r in rows:
-            table.add_row(r["name"], r["title"], r["media"], str(r["fields"]), r["path"])
+            table.add_row(*(str(r[k]) for k in ("name", "title", "media", "fields", "path")))
         console.print(table)
 
     emit(rows, as_json, render)
@@ -297,12 +297,12 @@ def main() -> None:
     except KeyboardInterrupt:
         err_console.print("interrupted")
         sys.exit(130)
-    except Exception as exc:  # click usage errors carry their own exit code (2)
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
+    except Exception as exc:
+        # click's usage errors (typer may vendor click) carry their own exit code (2)
+        code = getattr(exc, "exit_code", None)
+        if hasattr(exc, "show") and isinstance(code, int):
             exc.show()
-            sys.exit(exc.exit_code)
+            sys.exit(code)
         raise
     sys.exit(rc if isinstance(rc, int) else 0)
 

@@ -62,7 +62,7 @@ class Region(FieldType):
         if not isinstance(raw, dict):
             raise self.fail(f"region {idx}: expected an object with x, y, width, height, label")
         try:
-            box = {k: float(raw[k]) for k in BOX_KEYS}
+            box: dict[str, Any] = {k: float(raw[k]) for k in BOX_KEYS}
         except (KeyError, TypeError, ValueError):
             raise self.fail(
                 f"region {idx}: needs numeric x, y, width, height; got {raw!r}"

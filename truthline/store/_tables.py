@@ -5,8 +5,6 @@ the field type's normalized form. Every row that cost money (a model response) o
 time (an annotation) is written as soon as it exists.
 """
 
-from __future__ import annotations
-
 from sqlalchemy import (
     JSON,
     Boolean,
@@ -139,6 +137,7 @@ annotations = Table(
     Column("tier", Integer, nullable=False, default=1),  # 1 annotator, 2 expert
     Column("value", JSON),
     Column("skipped", Boolean, nullable=False, default=False),
+    Column("flagged", Boolean, nullable=False, default=False),  # annotator flagged the item
     Column("lead_time", Float),
     Column("source", String(30), nullable=False),  # label_studio | import | simulated
     Column("source_id", String(200), nullable=False),  # e.g. ls:<ls project>:<annotation id>
@@ -150,6 +149,8 @@ annotations = Table(
     Column(
         "origin", String(30)
     ),  # Label Studio result origin: prediction | prediction-changed | manual
+    # anchored/review: the value agrees (field type's agree) with the prediction shown
+    Column("kept", Boolean),
     Column("ground_truth", Boolean, nullable=False, default=False),
     Column("parent_prediction", Integer),
     Column("revision", Integer, nullable=False, default=1),
@@ -239,6 +240,27 @@ exclusions = Table(
     Column("decided_by", String(300), nullable=False),
     Column("active", Boolean, nullable=False, default=True),
     _ts("decided_at", nullable=False),
+)
+
+# Work the audit hands back to people: adjudication of disagreements, re-queued items of
+# excluded annotators, and risk-ordered expert-review samples (with inverse-probability weights).
+audit_queue = Table(
+    "audit_queue",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("project", String(100), nullable=False),
+    Column("item_id", Integer, ForeignKey("items.id"), nullable=False),
+    Column("kind", String(20), nullable=False),  # adjudication | requeue | expert_review
+    Column("field_path", String(300), nullable=False, default=""),
+    Column("reason", Text, nullable=False, default=""),
+    Column("priority", Float, nullable=False, default=0.0),
+    Column("probability", Float),  # inclusion probability (expert_review samples)
+    Column("weight", Float),  # 1 / probability
+    Column("selected", Boolean, nullable=False, default=True),
+    Column("snapshot", String(64)),  # gold snapshot that raised it (finalize)
+    Column("status", String(20), nullable=False, default="open"),  # open | pushed | done
+    _ts("created_at", nullable=False),
+    UniqueConstraint("project", "item_id", "kind", "field_path", name="uq_audit_queue"),
 )
 
 gold_snapshots = Table(

@@ -1,0 +1,5 @@
+"""``python -m truthline`` runs the CLI."""
+
+from truthline.cli import main
+
+main()
