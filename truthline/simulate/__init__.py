@@ -1,5 +1,14 @@
 """SIMULATED models and annotators for demos and tests; everything here is labelled simulated."""
 
+from truthline.simulate._annotators import (
+    AnnotatorBehaviour,
+    AnnotatorDecision,
+    annotator_behaviour,
+    decide_annotation,
+    get_behaviour,
+    registered_behaviours,
+)
+from truthline.simulate._scenario import DEFAULT_TEAM, Scenario, TeamMember, build_scenario
 from truthline.simulate._vlm import (
     SimProfile,
     get_profile,
@@ -11,8 +20,18 @@ from truthline.simulate._vlm import (
 )
 
 __all__ = [
+    "DEFAULT_TEAM",
+    "AnnotatorBehaviour",
+    "AnnotatorDecision",
+    "Scenario",
     "SimProfile",
+    "TeamMember",
+    "annotator_behaviour",
+    "build_scenario",
+    "decide_annotation",
+    "get_behaviour",
     "get_profile",
+    "registered_behaviours",
     "registered_profiles",
     "seeded_rng",
     "simulated_answer",

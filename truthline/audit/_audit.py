@@ -1,0 +1,310 @@
+"""``run_audit``: the whole provenance audit as one plain data structure.
+
+The CLI, the reports and the dashboards all call this one function and read its
+``AuditResult.as_dict()``; nothing here prints.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from truthline.audit import _metrics as M
+from truthline.audit._boot import Boot, Est
+from truthline.audit._data import AuditData, flatten_values, load
+from truthline.audit._gold import GoldPolicy, decide
+from truthline.errors import TruthlineError
+from truthline.project import Project
+from truthline.stats import CI
+from truthline.store import Store
+
+
+@dataclass
+class AuditResult:
+    """Every audit number (``CI`` objects) plus counts, signals and warnings."""
+
+    project: str
+    settings: dict[str, Any]
+    counts: dict[str, Any]
+    sections: dict[str, Any]
+    signals: dict[str, Any]
+    exclusions: dict[str, str]
+    before_after: dict[str, Any] | None
+    warnings: list[str] = field(default_factory=list)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.sections[key]
+
+    def as_dict(self) -> dict[str, Any]:
+        return _plain(
+            {
+                "project": self.project,
+                "settings": self.settings,
+                "counts": self.counts,
+                **self.sections,
+                "signals": self.signals,
+                "exclusions": self.exclusions,
+                "before_after": self.before_after,
+                "warnings": self.warnings,
+            }
+        )
+
+
+def _plain(obj: Any) -> Any:
+    if isinstance(obj, CI):
+        return {
+            k: (None if isinstance(v, float) and math.isnan(v) else v)
+            for k, v in obj.as_dict().items()
+        }
+    if isinstance(obj, dict):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_plain(v) for v in obj]
+    if isinstance(obj, float) and math.isnan(obj):
+        return None
+    if isinstance(obj, np.generic):
+        return obj.item()
+    return obj
+
+
+def _to_ci(obj: Any, boot: Boot) -> Any:
+    if isinstance(obj, Est):
+        return boot.ci(obj)
+    if isinstance(obj, dict):
+        return {k: _to_ci(v, boot) for k, v in obj.items()}
+    return obj
+
+
+def _sections(
+    data: AuditData,
+    boot: Boot,
+    excluded: set[str],
+    grad_pred: dict[int, dict[str, Any]],
+    grad_label: str | None,
+    policy: GoldPolicy,
+) -> dict[str, Any]:
+    c = M.Ctx(data, boot, excluded)
+    direc = M.direction(c)
+    gold = decide(data, {a: data.exclusions.get(a, "flagged") for a in excluded}, policy)
+    return {
+        "override": M.override(c),
+        "direction": direc,
+        "correct_label": M.correct_label(c),
+        "anchoring_bias": M.anchoring_bias(c),
+        "vlm_kappa": M.vlm_kappa(c),
+        "iaa": M.iaa(c),
+        "time": M.timing(c),
+        "flags": M.flags(c),
+        "safety": M.safety(c),
+        "residual_risk": M.residual_risk(c, direc["all"]["harmful_anchoring"]["rate"]),
+        "gradient": M.gradient(c, grad_pred, gold, grad_label),
+        "gold_preview": gold.counts() | {"hash": gold.hash},
+    }
+
+
+def _aggregates(s: dict[str, Any]) -> dict[str, Any]:
+    """The team-level numbers shown before/after an exclusion."""
+    out: dict[str, Any] = {
+        "override_rate": s["override"]["team"]["override_rate"],
+        "edit_depth": s["override"]["team"]["edit_depth"],
+        "harmful_anchoring_rate": s["direction"]["all"]["harmful_anchoring"]["rate"],
+        "productive_override_rate": s["direction"]["all"]["productive_override"]["rate"],
+        "correct_label_rate": s["correct_label"]["all"],
+        "vlm_kappa_team": s["vlm_kappa"]["team"],
+        "gradient_anchored": s["gradient"]["anchored"],
+    }
+    for f, r in s["iaa"].items():
+        out[f"kappa_anchored[{f}]"] = r["anchored"]
+    for f, r in s["direction"]["by_field"].items():
+        out[f"harmful_anchoring[{f}]"] = r["harmful_anchoring"]["rate"]
+    return out
+
+
+def signals(s: dict[str, Any], project: Project, excluded: set[str]) -> dict[str, Any]:
+    """Exclusion signals per annotator, each with the team range it is compared against
+    (the other retained annotators). Flagged when at least two signals fire."""
+    cfg = project.audit
+    ov = {a: r["override_rate"].point for a, r in s["override"]["by_annotator"].items()}
+    kap = {a: e.point for a, e in s["vlm_kappa"]["by_annotator"].items()}
+    out: dict[str, Any] = {}
+    for a in s["override"]["by_annotator"]:
+        others = [b for b in ov if b != a and b not in excluded]
+        o_vals = [ov[b] for b in others if np.isfinite(ov[b])]
+        k_vals = [kap[b] for b in others if np.isfinite(kap.get(b, np.nan))]
+        sig: dict[str, Any] = {}
+        if o_vals and np.isfinite(ov[a]):
+            lo = min(o_vals)
+            sig["override_low"] = {
+                "value": ov[a],
+                "team_range": [lo, max(o_vals)],
+                "threshold": lo / cfg.override_rate_factor,
+                "ratio_to_team_low": lo / ov[a] if ov[a] > 0 else float("inf"),
+                "fired": bool(ov[a] < lo / cfg.override_rate_factor),
+            }
+        if k_vals and np.isfinite(kap.get(a, np.nan)):
+            ceil = max(k_vals)
+            sig["vlm_kappa_high"] = {
+                "value": kap[a],
+                "team_range": [min(k_vals), ceil],
+                "threshold": ceil + cfg.vlm_kappa_margin,
+                "fired": bool(kap[a] > ceil + cfg.vlm_kappa_margin),
+            }
+        dt = s["direction"]["by_annotator"].get(a)
+        if dt is not None:
+            errs = dt["vlm_errors"]
+            prod = dt["productive_override"]["count"]
+            team_prod = [
+                s["direction"]["by_annotator"][b]["productive_override"]["count"] for b in others
+            ]
+            sig["zero_productive"] = {
+                "value": prod,
+                "vlm_errors": errs,
+                "min_vlm_errors": cfg.min_vlm_errors,
+                "team_range": [min(team_prod), max(team_prod)] if team_prod else None,
+                "fired": bool(prod == 0 and errs >= cfg.min_vlm_errors),
+            }
+        fired = [k for k, v in sig.items() if v["fired"]]
+        out[a] = {"signals": sig, "fired": fired, "flagged": len(fired) >= 2}
+    return out
+
+
+def run_audit(
+    store: Store,
+    project: Project,
+    *,
+    resamples: int | None = None,
+    seed: int | None = None,
+    model_version: str | None = None,
+    gradient_model: str | None = None,
+    policy: GoldPolicy | None = None,
+) -> AuditResult:
+    """The provenance audit over the store (METRICS.md §3), every number with a bootstrap CI.
+
+    ``model_version``: the prefill ``v`` (default: the version shown to anchored annotators).
+    ``gradient_model``: predictions scored in the provenance gradient (default: ``v``; a
+    warning says when that makes the VLM-sourced slice self-referential).
+    """
+    B = project.audit.resamples if resamples is None else resamples
+    sd = project.audit.seed if seed is None else seed
+    policy = policy or GoldPolicy()
+    data = load(store, project, model_version=model_version)
+    if not data.annotations:
+        raise TruthlineError(
+            f"project {project.name!r} has no annotations in the store; pull them with "
+            "`truthline annotate pull` or load a table with `truthline audit import-table`"
+        )
+    warnings: list[str] = []
+    if data.model_version is None:
+        warnings.append("no predictions in the store: override and direction need a prefill")
+    boot = Boot(data.clusters, B, sd)
+    grad_label = gradient_model or data.model_version
+    if gradient_model and gradient_model != data.model_version:
+        grad_pred = _predictions(store, project, gradient_model, data)
+    else:
+        grad_pred = data.pred
+        if data.model_version:
+            warnings.append(
+                f"self-reference: the provenance gradient scores {data.model_version!r}, the "
+                "model that prefilled the anchored arm, so its VLM-sourced slice is circular "
+                "by construction; pass a benchmark run of the model (gradient_model) instead"
+            )
+    excluded = set(data.exclusions)
+    raw = _sections(data, boot, excluded, grad_pred, grad_label, policy)
+    sig = signals(raw, project, excluded)
+    flagged = {a for a, s in sig.items() if s["flagged"]}
+    before_after = None
+    if excluded or flagged:
+        if excluded:
+            before = _sections(data, boot, set(), grad_pred, grad_label, policy)
+            after, label = raw, "recorded exclusions"
+            who = sorted(excluded)
+        else:
+            before = raw
+            after = _sections(data, boot, flagged, grad_pred, grad_label, policy)
+            label, who = "preview: flagged annotators excluded", sorted(flagged)
+        ba, aa = _aggregates(before), _aggregates(after)
+        before_after = {
+            "kind": label,
+            "annotators": who,
+            "rows": {
+                k: {
+                    "before": boot.ci(ba[k]),
+                    "after": boot.ci(aa[k]),
+                    "change": boot.ci(aa[k] - ba[k]),
+                }
+                for k in ba
+            },
+        }
+    for a in sorted(flagged - excluded):
+        warnings.append(
+            f"annotator {a!r} is flagged by {', '.join(sig[a]['fired'])}; review and record "
+            f"a decision with `truthline audit exclude {a} --reason ...`"
+        )
+    sections = _to_ci(raw, boot)
+    counts = _counts(data, excluded)
+    settings = {
+        "resamples": B,
+        "seed": sd,
+        "scheme": boot.scheme,
+        "model_version": data.model_version,
+        "gradient_model": grad_label,
+        "fields": data.fields,
+        "ipw_review_weights": bool(data.review_weights),
+        "thresholds": {
+            "override_rate_factor": project.audit.override_rate_factor,
+            "vlm_kappa_margin": project.audit.vlm_kappa_margin,
+            "min_vlm_errors": project.audit.min_vlm_errors,
+        },
+    }
+    return AuditResult(
+        project=project.name,
+        settings=settings,
+        counts=counts,
+        sections=sections,
+        signals=sig,
+        exclusions=dict(data.exclusions),
+        before_after=before_after,
+        warnings=warnings,
+    )
+
+
+def _counts(data: AuditData, excluded: set[str]) -> dict[str, Any]:
+    tier1 = [a for a in data.annotations if a.tier == 1 and a.arm not in ("review", "adjudication")]
+    by_arm: dict[str, int] = {}
+    for a in tier1:
+        by_arm[a.arm] = by_arm.get(a.arm, 0) + 1
+    return {
+        "items": len(data.item_ids),
+        "annotated_items": len({a.item for a in tier1}),
+        "annotations_by_arm": by_arm,
+        "annotators": data.annotators,
+        "excluded": sorted(excluded),
+        "expert_reviewed_items": len(data.expert),
+        "decisions": len(data.d["unit"]),
+        "decisions_with_expert": int((~np.isnan(data.d["he"])).sum()),
+    }
+
+
+def _predictions(
+    store: Store, project: Project, version: str, data: AuditData
+) -> dict[int, dict[str, Any]]:
+    from sqlalchemy import select
+
+    from truthline.store import tables as t
+
+    with store.begin() as conn:
+        rows = conn.execute(
+            select(t.predictions.c.item_id, t.predictions.c["values"]).where(
+                t.predictions.c.project == project.name,
+                t.predictions.c.model_version == version,
+            )
+        ).all()
+    if not rows:
+        raise TruthlineError(
+            f"no predictions of model version {version!r} in project {project.name!r}"
+        )
+    # keyed entity lists name entities by key; unkeyed ones by their own index
+    return {item: flatten_values(project, values, {}) for item, values in rows}

@@ -1,0 +1,290 @@
+"""Gold with provenance: one value per item and decision, and where it came from.
+
+Order of trust (METRICS.md §4): an expert (tier-2 review) value; an adjudicated value;
+the consensus of blind-arm annotators; the anchored-arm value, labelled ``anchored_kept``
+(VLM-sourced: the annotator retained the prefill) or ``anchored_corrected``. Annotators
+that were excluded are dropped; items left with no retained label are re-queued with the
+exclusion's reason. Disagreements go to an adjudication queue — never to a coin flip.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from sqlalchemy import select
+
+from truthline.audit._data import REVIEW_ARMS, AuditData, leaf_of
+from truthline.fields import EntityList
+from truthline.store import Store, json_hash, now, tables
+
+PROVENANCES = ("expert", "blind_consensus", "anchored_kept", "anchored_corrected", "adjudicated")
+SLICES = ("blind", "anchored", "vlm_sourced")
+"""Benchmark slices: blind = blind consensus + expert values on blind items; anchored =
+anchored kept + corrected; VLM-sourced = anchored kept (a retained prefill)."""
+
+
+def in_slice(provenance: str, arm: str, name: str) -> bool:
+    """Whether a gold value (its provenance and arm) belongs to a benchmark slice."""
+    if name == "blind":
+        return provenance == "blind_consensus" or (provenance == "expert" and arm == "blind")
+    if name == "anchored":
+        return provenance in ("anchored_kept", "anchored_corrected")
+    if name == "vlm_sourced":
+        return provenance == "anchored_kept"
+    raise KeyError(f"unknown slice {name!r} (known: {', '.join(SLICES)})")
+
+
+@dataclass(frozen=True)
+class GoldPolicy:
+    """How finalize resolves each decision (recorded in the snapshot)."""
+
+    excluded: Literal["requeue", "drop"] = "requeue"
+    """Items left without a retained label after exclusion: re-queue them, or drop them."""
+    single_blind: Literal["accept", "adjudicate"] = "accept"
+    """One blind annotation: accept it as the blind value, or send it to adjudication."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class GoldValue:
+    item: int
+    path: str
+    value: Any
+    provenance: str
+    sources: list[str]
+    arm: str = ""
+
+
+@dataclass
+class Pending:
+    item: int
+    kind: str  # adjudication | requeue
+    path: str
+    reason: str
+
+
+@dataclass
+class GoldResult:
+    """Finalized gold (in memory until written) plus the work it hands back."""
+
+    values: list[GoldValue]
+    pending: list[Pending]
+    policy: GoldPolicy
+    hash: str = ""
+    dropped: dict[int, str] = field(default_factory=dict)
+
+    def counts(self) -> dict[str, Any]:
+        prov: dict[str, int] = defaultdict(int)
+        for g in self.values:
+            prov[g.provenance] += 1
+        kinds: dict[str, int] = defaultdict(int)
+        for p in self.pending:
+            kinds[p.kind] += 1
+        return {
+            "values": len(self.values),
+            "items": len({g.item for g in self.values}),
+            "by_provenance": dict(sorted(prov.items())),
+            "pending": dict(sorted(kinds.items())),
+            "dropped_items": len(self.dropped),
+        }
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "hash": self.hash,
+            "policy": self.policy.as_dict(),
+            "counts": self.counts(),
+            "pending": [asdict(p) for p in self.pending],
+        }
+
+
+def _gold_paths(data: AuditData) -> set[str]:
+    """Leaf fields that get gold: everything comparable (free text is not finalized)."""
+    out = set()
+    for path, ft in data.project.leaf_fields().items():
+        if ft.name != "text":
+            out.add(path)
+    for name, ft in data.project.field_types.items():
+        if isinstance(ft, EntityList):
+            out.add(name)  # membership: the list of entity ids
+    return out
+
+
+def _same(data: AuditData, path: str, x: Any, y: Any) -> bool:
+    leaf = leaf_of(path)
+    ft = data.project.field(leaf)
+    if isinstance(ft, EntityList):
+        return sorted(x or []) == sorted(y or [])
+    return bool(ft.agree(x, y))
+
+
+def decide(
+    data: AuditData, excluded: dict[str, str], policy: GoldPolicy | None = None
+) -> GoldResult:
+    """Resolve every item's decisions into gold values with provenance (no writes)."""
+    policy = policy or GoldPolicy()
+    paths_ok = _gold_paths(data)
+    by_item: dict[int, list] = defaultdict(list)
+    excluded_on: dict[int, list[str]] = defaultdict(list)
+    for a in data.annotations:
+        if a.tier != 1 or a.arm in REVIEW_ARMS:
+            continue
+        if a.annotator in excluded:
+            excluded_on[a.item].append(a.annotator)
+            continue
+        by_item[a.item].append(a)
+    values: list[GoldValue] = []
+    pending: list[Pending] = []
+    dropped: dict[int, str] = {}
+    version = data.model_version or "prefill"
+    for item in data.item_ids:
+        e = data.expert.get(item, {})
+        adj = data.adjudicated.get(item, {})
+        anns = by_item.get(item, [])
+        if not anns and not e and not adj:
+            if excluded_on.get(item):
+                names = sorted(set(excluded_on[item]))
+                reason = "; ".join(f"{n} excluded: {excluded[n]}" for n in names)
+                if policy.excluded == "requeue":
+                    pending.append(Pending(item, "requeue", "", reason))
+                else:
+                    dropped[item] = reason
+            continue
+        done: set[str] = set()
+        for path, val in e.items():
+            if val is None or leaf_of(path) not in paths_ok:
+                continue
+            arm = "blind" if any(a.arm == "blind" for a in anns) else ""
+            src = [data.expert_annotator.get(item, "expert")]
+            values.append(GoldValue(item, path, val, "expert", src, arm))
+            done.add(path)
+        for path, val in adj.items():
+            if val is None or path in done or leaf_of(path) not in paths_ok:
+                continue
+            values.append(GoldValue(item, path, val, "adjudicated", ["adjudicator"]))
+            done.add(path)
+        blind = [a for a in anns if a.arm == "blind"]
+        anchored = [a for a in anns if a.arm != "blind"]
+        group, arm = (blind, "blind") if blind else (anchored, "anchored")
+        paths = sorted({p for a in group for p, v in a.values.items() if v is not None})
+        v_all = data.pred.get(item, {})
+        for path in paths:
+            if path in done or leaf_of(path) not in paths_ok:
+                continue
+            vals = [(a.annotator, a.values[path]) for a in group if a.values.get(path) is not None]
+            first = vals[0][1]
+            if not all(_same(data, path, first, x) for _, x in vals[1:]):
+                shown = ", ".join(f"{n}={x!r}" for n, x in vals)
+                pending.append(Pending(item, "adjudication", path, f"{arm} disagreement: {shown}"))
+                continue
+            names = [n for n, _ in vals]
+            if arm == "blind":
+                if len(vals) < 2 and policy.single_blind == "adjudicate":
+                    pending.append(Pending(item, "adjudication", path, "single blind annotation"))
+                    continue
+                values.append(GoldValue(item, path, first, "blind_consensus", names, arm))
+                continue
+            v = v_all.get(path)
+            if v is not None and _same(data, path, first, v):
+                values.append(
+                    GoldValue(item, path, first, "anchored_kept", [*names, f"vlm:{version}"], arm)
+                )
+            else:
+                values.append(GoldValue(item, path, first, "anchored_corrected", names, arm))
+    res = GoldResult(values, pending, policy, dropped=dropped)
+    res.hash = json_hash(
+        {
+            "project": data.project.name,
+            "policy": policy.as_dict(),
+            "values": sorted(
+                [data.item_keys[g.item], g.path, g.value, g.provenance, sorted(g.sources)]
+                for g in values
+            ),
+        }
+    )
+    return res
+
+
+def write(store: Store, data: AuditData, res: GoldResult) -> bool:
+    """Store a gold snapshot (idempotent: an existing hash is left as it is) and its queue.
+
+    Returns whether a new snapshot was written.
+    """
+    t = tables
+    name = data.project.name
+    ts = now()
+    with store.begin() as conn:
+        exists = conn.execute(
+            select(t.gold_snapshots.c.hash).where(t.gold_snapshots.c.hash == res.hash)
+        ).first()
+        if not exists:
+            conn.execute(
+                t.gold_snapshots.insert().values(
+                    hash=res.hash,
+                    project=name,
+                    policy={**res.policy.as_dict(), "model_version": data.model_version},
+                    counts=res.counts(),
+                    created_at=ts,
+                )
+            )
+            rows = [
+                dict(
+                    snapshot=res.hash,
+                    project=name,
+                    item_id=g.item,
+                    field_path=g.path,
+                    value=g.value,
+                    provenance=g.provenance,
+                    sources=g.sources,
+                )
+                for g in res.values
+            ]
+            for k in range(0, len(rows), 5000):
+                conn.execute(t.gold.insert(), rows[k : k + 5000])
+        have = {
+            (r.item_id, r.kind, r.field_path)
+            for r in conn.execute(
+                select(
+                    t.audit_queue.c.item_id, t.audit_queue.c.kind, t.audit_queue.c.field_path
+                ).where(t.audit_queue.c.project == name)
+            )
+        }
+        new = [
+            dict(
+                project=name,
+                item_id=p.item,
+                kind=p.kind,
+                field_path=p.path,
+                reason=p.reason,
+                priority=1.0,
+                selected=True,
+                snapshot=res.hash,
+                status="open",
+                created_at=ts,
+            )
+            for p in res.pending
+            if (p.item, p.kind, p.path) not in have
+        ]
+        if new:
+            conn.execute(t.audit_queue.insert(), new)
+    return not exists
+
+
+def load_gold(store: Store, project: str, snapshot: str | None = None) -> list[dict[str, Any]]:
+    """Gold rows of a snapshot (default: the newest) as dicts."""
+    t = tables
+    with store.begin() as conn:
+        if snapshot is None:
+            row = conn.execute(
+                select(t.gold_snapshots.c.hash)
+                .where(t.gold_snapshots.c.project == project)
+                .order_by(t.gold_snapshots.c.created_at.desc())
+            ).first()
+            if row is None:
+                return []
+            snapshot = row[0]
+        rows = conn.execute(select(t.gold).where(t.gold.c.snapshot == snapshot))
+        return [dict(r._mapping) for r in rows]

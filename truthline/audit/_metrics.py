@@ -1,0 +1,383 @@
+"""The provenance-audit statistics of METRICS.md §3, each as a bootstrap estimate.
+
+Every function takes the decision table and a mask of retained decisions, so the same
+code gives the "before" and "after" of an exclusion. Values are ``Est`` (point + the
+shared resamples); ``_audit`` turns them into ``CI`` objects.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+
+from truthline.audit._boot import Boot, Est
+from truthline.audit._data import REVIEW_ARMS, AuditData, leaf_of
+from truthline.audit._gold import GoldResult
+
+DIRECTIONS = (
+    "productive_anchoring",
+    "harmful_anchoring",
+    "harmful_override",
+    "productive_override",
+    "wrong_override",
+)
+
+
+class Ctx:
+    """Decision arrays and annotation-level arrays for one set of retained annotators."""
+
+    def __init__(self, data: AuditData, boot: Boot, excluded: set[str]):
+        self.data = data
+        self.boot = boot
+        self.excluded = excluded
+        d = data.d
+        self.d = d
+        keep = np.array([a not in excluded for a in d["annotator"]], dtype=bool)
+        self.keep = keep
+        self.anch = keep & (d["arm"] == "anchored")
+        self.blind = keep & (d["arm"] == "blind")
+        self.has = {k: ~np.isnan(d[k]) for k in ("hv", "he", "ve")}
+        self.w = np.array([data.review_weights.get(int(i), 1.0) for i in d["item"]], dtype=float)
+        anns = data.annotations
+        self.a_unit = np.array([data.item_index[a.item] for a in anns], dtype=np.int64)
+        self.a_name = np.array([a.annotator for a in anns], dtype=object)
+        self.a_ok = np.array(
+            [
+                a.tier == 1 and a.arm not in REVIEW_ARMS and a.annotator not in excluded
+                for a in anns
+            ],
+            dtype=bool,
+        )
+        m = self.anch & self.has["hv"]
+        n = len(anns)
+        self.a_dec = np.bincount(d["ann"][m], minlength=n).astype(float)
+        self.a_ov = np.bincount(d["ann"][m], weights=(d["hv"][m] == 0), minlength=n)
+        self.annotators = sorted({str(a) for a in self.a_name[self.a_ok]})
+
+    def rate(self, mask: np.ndarray, hits: np.ndarray, weighted: bool = False) -> Est:
+        return self.boot.rate(
+            self.d["unit"][mask], hits[mask].astype(float), self.w[mask] if weighted else None
+        )
+
+
+# -- override and edit depth ------------------------------------------------------------
+def override(c: Ctx) -> dict[str, Any]:
+    """Override rate (share of anchored annotations with >= 1 changed field), edit depth
+    (mean changed fields per annotation), and per-field decision-level override rates."""
+    sel_all = c.a_ok & (c.a_dec > 0)
+
+    def block(sel: np.ndarray) -> dict[str, Any]:
+        u = c.a_unit[sel]
+        ones = c.boot.per_unit(u)
+        return {
+            "override_rate": c.boot.ratio(c.boot.per_unit(u, (c.a_ov[sel] > 0) * 1.0), ones),
+            "edit_depth": c.boot.ratio(c.boot.per_unit(u, c.a_ov[sel]), ones),
+            "decision_override_rate": c.boot.ratio(
+                c.boot.per_unit(u, c.a_ov[sel]), c.boot.per_unit(u, c.a_dec[sel])
+            ),
+            "annotations": int(sel.sum()),
+        }
+
+    m = c.anch & c.has["hv"]
+    by_field = {f: c.rate(m & (c.d["field"] == f), c.d["hv"] == 0) for f in c.data.fields}
+    return {
+        "team": block(sel_all),
+        "by_annotator": {a: block(sel_all & (c.a_name == a)) for a in c.annotators},
+        "by_field": by_field,
+    }
+
+
+# -- direction table ----------------------------------------------------------------------
+def _cats(c: Ctx) -> dict[str, np.ndarray]:
+    d = c.d
+    hv, he, ve = d["hv"], d["he"], d["ve"]
+    return {
+        "productive_anchoring": (ve == 1) & (hv == 1),
+        "harmful_anchoring": (ve == 0) & (hv == 1),
+        "harmful_override": (ve == 1) & (hv == 0),
+        "productive_override": (ve == 0) & (hv == 0) & (he == 1),
+        "wrong_override": (ve == 0) & (hv == 0) & (he == 0),
+    }
+
+
+def direction(c: Ctx) -> dict[str, Any]:
+    """Direction table (anchored decisions with an expert reference), per field, per
+    annotator, per annotator x field and per taxonomy group; IPW when review weights exist."""
+    base = c.anch & c.has["hv"] & c.has["he"] & c.has["ve"]
+    cats = _cats(c)
+    weighted = bool(c.data.review_weights)
+    vlm_wrong = c.d["ve"] == 0
+    vlm_right = c.d["ve"] == 1
+
+    def table(sel: np.ndarray) -> dict[str, Any]:
+        out: dict[str, Any] = {"n": int(sel.sum())}
+        for k in DIRECTIONS:
+            out[k] = {"count": int((sel & cats[k]).sum()), "rate": c.rate(sel, cats[k], weighted)}
+        out["vlm_errors"] = int((sel & vlm_wrong).sum())
+        out["conditional"] = {
+            "kept_when_vlm_wrong": c.rate(sel & vlm_wrong, cats["harmful_anchoring"], weighted),
+            "corrected_when_vlm_wrong": c.rate(
+                sel & vlm_wrong, cats["productive_override"], weighted
+            ),
+            "changed_when_vlm_right": c.rate(sel & vlm_right, cats["harmful_override"], weighted),
+        }
+        return out
+
+    f_arr, a_arr = c.d["field"], c.d["annotator"]
+    res: dict[str, Any] = {
+        "all": table(base),
+        "by_field": {f: table(base & (f_arr == f)) for f in c.data.fields},
+        "by_annotator": {a: table(base & (a_arr == a)) for a in c.annotators},
+        "by_annotator_field": {
+            a: {f: table(base & (a_arr == a) & (f_arr == f)) for f in c.data.fields}
+            for a in c.annotators
+        },
+        "weighted": weighted,
+    }
+    groups: dict[str, Any] = {}
+    for f in c.data.fields:
+        ft = c.data.project.field(f)
+        group_of = getattr(ft, "group_of", None)
+        if group_of is None or not getattr(ft.spec, "taxonomy", None):
+            continue
+        sel_f = base & (f_arr == f)
+        g = np.array([group_of(e) if isinstance(e, str) else None for e in c.d["e"]], dtype=object)
+        groups[f] = {
+            str(grp): table(sel_f & (g == grp))
+            for grp in sorted({x for x in g[sel_f] if x is not None})
+        }
+    res["by_group"] = groups
+    return res
+
+
+# -- correct labels, anchoring bias, VLM kappa --------------------------------------------------
+def correct_label(c: Ctx) -> dict[str, Any]:
+    """Share of tier-1 decisions equal (field ``agree``) to the expert's, any arm."""
+    m = c.keep & c.has["he"]
+    he = c.d["he"] == 1
+    return {
+        "all": c.rate(m, he),
+        "by_annotator": {a: c.rate(m & (c.d["annotator"] == a), he) for a in c.annotators},
+        "by_field": {f: c.rate(m & (c.d["field"] == f), he) for f in c.data.fields},
+        "by_arm": {arm: c.rate(m & (c.d["arm"] == arm), he) for arm in ("blind", "anchored")},
+    }
+
+
+def anchoring_bias(c: Ctx) -> dict[str, Any]:
+    """VLM agreement anchored minus blind, per field, in percentage points."""
+    out = {}
+    hv = c.d["hv"] == 1
+    for f in [*c.data.fields, "all"]:
+        fm = np.ones_like(c.keep) if f == "all" else (c.d["field"] == f)
+        a = c.rate(c.anch & c.has["hv"] & fm, hv)
+        b = c.rate(c.blind & c.has["hv"] & fm, hv)
+        out[f] = {"anchored": a, "blind": b, "bias_pp": (a - b).scale(100.0)}
+    return out
+
+
+def vlm_kappa(c: Ctx) -> dict[str, Any]:
+    """Cohen's kappa between the prefill and each annotator (anchored arm): pooled over the
+    audited fields with field-qualified categories, and per field."""
+    m = c.anch & c.has["hv"]
+    d = c.d
+
+    def k(sel: np.ndarray) -> Est:
+        f = d["field"][sel]
+        return c.boot.kappa(
+            d["unit"][sel],
+            d["hv"][sel],
+            list(zip(f, d["v"][sel], strict=True)),
+            list(zip(f, d["h"][sel], strict=True)),
+        )
+
+    by_a = {a: k(m & (d["annotator"] == a)) for a in c.annotators}
+    by_af = {
+        a: {f: k(m & (d["annotator"] == a) & (d["field"] == f)) for f in c.data.fields}
+        for a in c.annotators
+    }
+    finite = [e.point for e in by_a.values() if np.isfinite(e.point)]
+    return {
+        "team": k(m),
+        "by_annotator": by_a,
+        "by_annotator_field": by_af,
+        "by_field": {f: k(m & (d["field"] == f)) for f in c.data.fields},
+        "ceiling": max(finite) if finite else float("nan"),
+    }
+
+
+# -- inter-annotator agreement, blind vs anchored ----------------------------------------------------
+def _pairs(c: Ctx, arm: str) -> dict[str, tuple[list[int], list[float], list[Any], list[Any]]]:
+    """Double-annotated decisions in one arm: the first two retained annotators per item."""
+    first: dict[int, list] = defaultdict(list)
+    for a in c.data.annotations:
+        if (
+            a.tier == 1
+            and a.arm == arm
+            and a.annotator not in c.excluded
+            and all(b.annotator != a.annotator for b in first[a.item])
+            and len(first[a.item]) < 2
+        ):
+            first[a.item].append(a)
+    out: dict[str, tuple[list[int], list[float], list[Any], list[Any]]] = {
+        f: ([], [], [], []) for f in c.data.fields
+    }
+    fields = set(c.data.fields)
+    for item, pair in first.items():
+        if len(pair) < 2:
+            continue
+        x, y = pair
+        for path, xv in x.values.items():
+            leaf = leaf_of(path)
+            yv = y.values.get(path)
+            if leaf not in fields or xv is None or yv is None:
+                continue
+            ft = c.data.project.field(leaf)
+            u, ag, av, bv = out[leaf]
+            u.append(c.data.item_index[item])
+            ag.append(1.0 if ft.agree(xv, yv) else 0.0)
+            av.append(xv)
+            bv.append(yv)
+    return out
+
+
+def iaa(c: Ctx) -> dict[str, Any]:
+    """Kappa over blind double-annotated pairs vs anchored pairs per field, and the
+    difference (anchored - blind) with its bootstrap CI."""
+    res: dict[str, Any] = {}
+    pb, pa = _pairs(c, "blind"), _pairs(c, "anchored")
+    for f in c.data.fields:
+        kb = c.boot.kappa(np.asarray(pb[f][0], dtype=np.int64), np.asarray(pb[f][1]), *pb[f][2:])
+        ka = c.boot.kappa(np.asarray(pa[f][0], dtype=np.int64), np.asarray(pa[f][1]), *pa[f][2:])
+        res[f] = {
+            "blind": kb,
+            "anchored": ka,
+            "diff": ka - kb,
+            "blind_pairs": len(set(pb[f][0])),
+            "anchored_pairs": len(set(pa[f][0])),
+        }
+    return res
+
+
+# -- time, flags, safety, residual risk ------------------------------------------------------------
+def timing(c: Ctx) -> dict[str, Any]:
+    """Mean lead time of anchored annotations that kept every prefill vs changed >= 1."""
+    lead = np.array(
+        [a.lead_time if a.lead_time is not None else np.nan for a in c.data.annotations]
+    )
+    ok = c.a_ok & (c.a_dec > 0) & ~np.isnan(lead)
+
+    def mean(sel: np.ndarray) -> Est:
+        u = c.a_unit[sel]
+        return c.boot.ratio(c.boot.per_unit(u, lead[sel]), c.boot.per_unit(u))
+
+    kept, changed = mean(ok & (c.a_ov == 0)), mean(ok & (c.a_ov > 0))
+    out: dict[str, Any] = {
+        "all": {"kept": kept, "overridden": changed, "diff": changed - kept},
+        "by_field": {},
+    }
+    d = c.d
+    for f in c.data.fields:
+        m = c.anch & c.has["hv"] & (d["field"] == f)
+        n = len(c.data.annotations)
+        dec = np.bincount(d["ann"][m], minlength=n)
+        ov = np.bincount(d["ann"][m], weights=(d["hv"][m] == 0), minlength=n)
+        okf = c.a_ok & (dec > 0) & ~np.isnan(lead)
+        k, o = mean(okf & (ov == 0)), mean(okf & (ov > 0))
+        out["by_field"][f] = {"kept": k, "overridden": o, "diff": o - k}
+    return out
+
+
+def flags(c: Ctx) -> dict[str, Any]:
+    """Flag rate (annotations flagged) and skip rate (fields skipped) per annotator."""
+    anns = c.data.annotations
+    flagged = np.array([a.flagged for a in anns], dtype=float)
+    skipped = np.array([len(a.skipped) for a in anns], dtype=float)
+    total = np.array([len(a.skipped) + a.n_fields for a in anns], dtype=float)
+    out = {}
+    for a in c.annotators:
+        sel = c.a_ok & (c.a_name == a)
+        u = c.a_unit[sel]
+        out[a] = {
+            "flag_rate": c.boot.ratio(c.boot.per_unit(u, flagged[sel]), c.boot.per_unit(u)),
+            "skip_rate": c.boot.ratio(
+                c.boot.per_unit(u, skipped[sel]), c.boot.per_unit(u, total[sel])
+            ),
+            "annotations": int(sel.sum()),
+        }
+    return out
+
+
+def safety(c: Ctx) -> dict[str, Any]:
+    """Safety fields: VLM false alarms, VLM misses, and misses caught only by the expert."""
+    out = {}
+    d = c.d
+    for f in c.data.fields:
+        if not getattr(c.data.project.field(f).spec, "safety", False):
+            continue
+        m = c.anch & c.has["hv"] & c.has["he"] & c.has["ve"] & (d["field"] == f)
+        v = np.array([x is True for x in d["v"]])
+        h = np.array([x is True for x in d["h"]])
+        e = np.array([x is True for x in d["e"]])
+        hits = {
+            "vlm_false_alarm": v & ~e,
+            "vlm_miss": ~v & e,
+            "expert_only_catch": ~v & ~h & e,
+        }
+        row: dict[str, Any] = {"n": int(m.sum())}
+        for k, hit in hits.items():
+            row[k] = {"count": int((m & hit).sum()), "rate": c.rate(m, hit)}
+        out[f] = row
+    return out
+
+
+def residual_risk(c: Ctx, harmful: Est) -> dict[str, Any]:
+    """Upper bound of uncorrected harmful anchors among items finalized without review."""
+    items = {
+        a.item
+        for a in c.data.annotations
+        if a.tier == 1 and a.arm == "anchored" and a.annotator not in c.excluded
+    }
+    n = len(items - set(c.data.expert))
+    return {
+        "items_without_review": n,
+        "harmful_anchoring_rate": harmful,
+        "upper_bound_items": harmful.scale(float(n)),
+    }
+
+
+def gradient(
+    c: Ctx, pred: dict[int, dict[str, Any]], gold: GoldResult, label: str | None
+) -> dict[str, Any]:
+    """One set of predictions scored against blind labels, anchored labels and
+    VLM-sourced gold (decisions on the audited fields)."""
+    d = c.d
+    fields = set(c.data.fields)
+    p_ag = np.full(len(d["unit"]), np.nan)
+    for k in np.flatnonzero(c.keep):
+        p = pred.get(int(d["item"][k]), {}).get(d["path"][k])
+        if p is not None:
+            ft = c.data.project.field(d["field"][k])
+            p_ag[k] = 1.0 if ft.agree(p, d["h"][k]) else 0.0
+    has = ~np.isnan(p_ag)
+    hit = p_ag == 1
+    units, agr = [], []
+    for g in gold.values:
+        if g.provenance != "anchored_kept" or leaf_of(g.path) not in fields:
+            continue
+        p = pred.get(g.item, {}).get(g.path)
+        if p is None:
+            continue
+        units.append(c.data.item_index[g.item])
+        agr.append(1.0 if c.data.project.field(leaf_of(g.path)).agree(p, g.value) else 0.0)
+    vs = c.boot.rate(np.asarray(units, dtype=np.int64), np.asarray(agr))
+    blind = c.rate(c.blind & has, hit)
+    anchored = c.rate(c.anch & has, hit)
+    return {
+        "predictions": label,
+        "blind": blind,
+        "anchored": anchored,
+        "vlm_sourced": vs,
+        "inflation_pp": (vs - blind).scale(100.0),
+    }

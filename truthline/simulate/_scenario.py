@@ -1,0 +1,327 @@
+"""A SIMULATED SteelBench-sized store with planted annotator behaviours.
+
+Writes items (with ``sim_truth``), SIMULATED prefill predictions, arm assignments,
+exposures, blind and anchored tier-1 annotations and tier-2 expert reviews straight into
+the store, deterministically by seed. The planted parameters are returned so tests can
+check that the audit recovers them. Default sizes follow SteelBench: 1,345 clips,
+6 annotators, 363 expert-reviewed clips, 102 blind double-annotated clips.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from truthline.demo._scene import make_specs, truth_of
+from truthline.fields import EntityList
+from truthline.project import Project
+from truthline.simulate._annotators import decide_annotation, get_behaviour
+from truthline.simulate._vlm import simulated_answer
+from truthline.store import Store, json_hash, now, tables
+
+DIFFICULTY = {
+    "worker_count": 0.55,
+    "workers.action": 0.6,
+    "workers.spatial_context": 0.8,
+    "workers.helmet": 0.95,
+    "workers.harness": 1.0,
+    "workers.safety_violation": 0.95,
+}
+"""Skill multipliers per leaf field: hard fields hide wrong prefills (SteelBench's gradient)."""
+
+
+@dataclass(frozen=True)
+class TeamMember:
+    name: str
+    behaviour: str
+    share: float = 1.0
+    """Relative share of anchored items."""
+    blind: bool = True
+    """Takes part in the blind double-annotation arm."""
+
+
+DEFAULT_TEAM = (
+    TeamMember("ann_1", "careful"),
+    TeamMember("ann_2", "careful"),
+    TeamMember("ann_3", "noisy"),
+    TeamMember("ann_4", "over_corrector"),
+    TeamMember("ann_5", "careful"),
+    TeamMember("ann_6", "rubber_stamper", share=0.5, blind=False),
+)
+
+
+@dataclass
+class Scenario:
+    """What was planted (behaviours, sizes, model versions), for tests and the demo."""
+
+    project: str
+    seed: int
+    items: int
+    team: list[dict[str, Any]]
+    behaviours: dict[str, dict[str, Any]]
+    difficulty: dict[str, float]
+    prefill_version: str
+    benchmark_version: str
+    rerun_agreement: float
+    expert: str
+    expert_items: int
+    blind_pairs: int
+    anchored_pairs: int
+    counts: dict[str, int] = field(default_factory=dict)
+    simulated: bool = True
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def of_kind(self, behaviour: str) -> list[str]:
+        return [m["name"] for m in self.team if m["behaviour"] == behaviour]
+
+
+def _normalize(project: Project, values: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for k, v in values.items():
+        ft = project.field_types.get(k)
+        if ft is not None:
+            out[k] = ft.normalize(v)
+    return out
+
+
+def _rerun(project: Project, prefill: dict, fresh: dict, r: float, rng: random.Random) -> dict:
+    """A SIMULATED benchmark re-run of the prefill model: each decision repeats the
+    prefill with probability ``r``, else takes the fresh answer."""
+    out: dict[str, Any] = {}
+    for name, fv in fresh.items():
+        ft = project.field_types.get(name)
+        pv = prefill.get(name)
+        if isinstance(ft, EntityList) and isinstance(fv, list) and isinstance(pv, list):
+            key = ft.spec.key
+            by = {e.get(key): e for e in pv}
+            ents = []
+            for e in fv:
+                p = by.get(e.get(key), {})
+                ents.append({k: (p[k] if k in p and rng.random() < r else v) for k, v in e.items()})
+            out[name] = ents
+        else:
+            out[name] = pv if name in prefill and rng.random() < r else fv
+    return out
+
+
+def build_scenario(
+    store: Store,
+    project: Project,
+    *,
+    n_items: int = 1345,
+    seed: int = 0,
+    team: tuple[TeamMember, ...] = DEFAULT_TEAM,
+    expert_items: int = 363,
+    blind_pairs: int = 102,
+    anchored_pairs: int = 289,
+    prefill_profile: str = "steel-v1",
+    rerun_agreement: float = 0.7,
+    difficulty: dict[str, float] | None = None,
+    expert_name: str = "expert_1",
+) -> Scenario:
+    """Write the SIMULATED scenario into ``store`` (the project must be empty of items)."""
+    t = tables
+    rng = random.Random(seed)
+    diff = dict(DIFFICULTY if difficulty is None else difficulty)
+    store.upsert_project(project)
+    ts = now()
+    specs = make_specs(n_items, seed)
+    version = f"simulated:{prefill_profile}"
+    bench_version = f"simulated:{prefill_profile}@benchmark"
+    with store.begin() as conn:
+        conn.execute(
+            t.items.insert(),
+            [
+                dict(
+                    project=project.name,
+                    key=f"simulated/{s.key}",
+                    media_kind=project.media,
+                    media=[],
+                    media_root="",
+                    content_hash=json_hash(["simulated", s.key]),
+                    meta={
+                        "site": s.site,
+                        "camera": s.camera,
+                        "visibility": s.visibility,
+                        "scene_type": s.scene_type,
+                        "video": s.video,
+                        "simulated": True,
+                    },
+                    parent=s.video,
+                    sim_truth=truth_of(s),
+                    created_at=ts,
+                    updated_at=ts,
+                )
+                for s in specs
+            ],
+        )
+    ids = store.item_ids_by_key(project.name)
+    items = [(ids[f"simulated/{s.key}"], f"simulated/{s.key}", truth_of(s)) for s in specs]
+
+    # predictions: the SIMULATED prefill, and a re-run of it for the provenance gradient
+    prefill: dict[int, dict[str, Any]] = {}
+    rows = []
+    for item, key, truth in items:
+        p = _normalize(project, simulated_answer(prefill_profile, truth, project, key))
+        prefill[item] = p
+        fresh = _normalize(
+            project, simulated_answer(prefill_profile, truth, project, f"{key}#benchmark")
+        )
+        b = _rerun(project, p, fresh, rerun_agreement, random.Random(f"{seed}:{key}:rerun"))
+        for ver, vals in ((version, p), (bench_version, b)):
+            rows.append(
+                dict(
+                    project=project.name,
+                    item_id=item,
+                    model_version=ver,
+                    values=vals,
+                    status="parsed",
+                    simulated=True,
+                    created_at=ts,
+                )
+            )
+    with store.begin() as conn:
+        conn.execute(t.predictions.insert(), rows)
+        from sqlalchemy import select
+
+        pred_id = dict(
+            conn.execute(
+                select(t.predictions.c.item_id, t.predictions.c.id).where(
+                    t.predictions.c.project == project.name,
+                    t.predictions.c.model_version == version,
+                )
+            ).all()
+        )
+
+    # arms and assignments
+    order = list(range(len(items)))
+    rng.shuffle(order)
+    blind_idx = set(order[:blind_pairs])
+    anchored_idx = [i for i in order if i not in blind_idx]
+    pair_idx = set(anchored_idx[:anchored_pairs])
+    expert_idx = set(rng.sample(range(len(items)), min(expert_items, len(items))))
+    blind_team = [m for m in team if m.blind]
+    weights = [m.share for m in team]
+    assignments: list[tuple[int, TeamMember, str]] = []
+    for i in range(len(items)):
+        if i in blind_idx:
+            for m in rng.sample(blind_team, 2):
+                assignments.append((i, m, "blind"))
+            continue
+        first = rng.choices(team, weights)[0]
+        assignments.append((i, first, "anchored"))
+        if i in pair_idx:
+            rest = [m for m in team if m is not first]
+            assignments.append((i, rng.choices(rest, [m.share for m in rest])[0], "anchored"))
+
+    ann_rows, exp_rows, arm_rows = [], [], []
+    for i, (item, _key, _truth) in enumerate(items):
+        arm_rows.append(
+            dict(
+                project=project.name,
+                item_id=item,
+                arm="blind" if i in blind_idx else "anchored",
+                seed=seed,
+                weight=1.0,
+                created_at=ts,
+            )
+        )
+    for i, m, arm in assignments:
+        item, key, truth = items[i]
+        shown = prefill[item] if arm == "anchored" else None
+        d = decide_annotation(
+            m.behaviour,
+            project,
+            truth,
+            shown,
+            random.Random(f"{seed}:{key}:{m.name}:{arm}"),
+            difficulty=diff,
+        )
+        exp_rows.append(
+            dict(
+                project=project.name,
+                item_id=item,
+                annotator=m.name,
+                arm=arm,
+                prediction_id=pred_id[item] if shown is not None else None,
+                model_version=version if shown is not None else None,
+                created_at=ts,
+            )
+        )
+        ann_rows += _rows(project.name, item, m.name, arm, 1, d, pred_id.get(item), shown, version)
+    for i in sorted(expert_idx):
+        item, key, truth = items[i]
+        d = decide_annotation(
+            "expert", project, truth, None, random.Random(f"{seed}:{key}:{expert_name}")
+        )
+        ann_rows += _rows(project.name, item, expert_name, "review", 2, d, None, None, version)
+    with store.begin() as conn:
+        conn.execute(t.arm_assignments.insert(), arm_rows)
+        conn.execute(t.exposures.insert(), exp_rows)
+        for k in range(0, len(ann_rows), 5000):
+            conn.execute(t.annotations.insert(), ann_rows[k : k + 5000])
+    return Scenario(
+        project=project.name,
+        seed=seed,
+        items=len(items),
+        team=[asdict(m) for m in team],
+        behaviours={m.behaviour: asdict(get_behaviour(m.behaviour)) for m in team},
+        difficulty=diff,
+        prefill_version=version,
+        benchmark_version=bench_version,
+        rerun_agreement=rerun_agreement,
+        expert=expert_name,
+        expert_items=len(expert_idx),
+        blind_pairs=len(blind_idx),
+        anchored_pairs=len(pair_idx),
+        counts={"annotations": len(assignments), "annotation_rows": len(ann_rows)},
+    )
+
+
+def _rows(
+    project: str,
+    item: int,
+    annotator: str,
+    arm: str,
+    tier: int,
+    d: Any,
+    pred_id: int | None,
+    shown: dict[str, Any] | None,
+    version: str,
+) -> list[dict[str, Any]]:
+    ts = now()
+    sid = f"simulated:{annotator}:{item}:{arm}"
+    out = []
+    for name, val in d.values.items():
+        if shown is None:
+            origin = "manual"
+        else:
+            origin = "prediction" if val == shown.get(name) else "prediction-changed"
+        out.append(
+            dict(
+                project=project,
+                item_id=item,
+                field_path=name,
+                annotator=annotator,
+                arm=arm,
+                tier=tier,
+                value=val,
+                skipped=False,
+                flagged=d.flagged,
+                lead_time=d.lead_time,
+                source="simulated",
+                source_id=sid,
+                shown_prediction_id=pred_id if shown is not None else None,
+                model_version=version if shown is not None else None,
+                origin=origin,
+                annotated_at=ts,
+                stored_at=ts,
+            )
+        )
+    return out
+
+
+__all__ = ["DEFAULT_TEAM", "DIFFICULTY", "Scenario", "TeamMember", "build_scenario"]
