@@ -1,0 +1,61 @@
+"""Annotate: a real Label Studio server, blind / anchored / review projects, push and pull.
+
+Public API: the local server (``serve``, ``stop``, ``target``, ``LocalServer``), the label
+config generated from the schema (``label_config``, ``values_to_results``,
+``results_to_values``, ``ls_control`` to map a new field type), ``push`` / ``pull``,
+``assign_arms``, annotator accounts (``add_users``, ``user_client``) and
+``submit_annotation`` (post values as a given user — for simulated annotators).
+"""
+
+from truthline.annotate._assign import assign_arms
+from truthline.annotate._client import LabelStudioDown, LabelStudioError, LSClient
+from truthline.annotate._labelconfig import (
+    Converted,
+    LSControl,
+    control_name,
+    label_config,
+    ls_control,
+    results_to_values,
+    task_data,
+    values_to_results,
+)
+from truthline.annotate._local import Target, serve, stop, target
+from truthline.annotate._media import MediaHTTPServer, resolve_media
+from truthline.annotate._pull import PullReport, kept_flag, pull
+from truthline.annotate._push import PushReport, ensure_ls_project, push, risk_score
+from truthline.annotate._server import Credentials, LocalServer
+from truthline.annotate._users import USERS_FILE, add_users, submit_annotation, user_client
+
+__all__ = [
+    "USERS_FILE",
+    "Converted",
+    "Credentials",
+    "LSClient",
+    "LSControl",
+    "LabelStudioDown",
+    "LabelStudioError",
+    "LocalServer",
+    "MediaHTTPServer",
+    "PullReport",
+    "PushReport",
+    "Target",
+    "add_users",
+    "assign_arms",
+    "control_name",
+    "ensure_ls_project",
+    "kept_flag",
+    "label_config",
+    "ls_control",
+    "pull",
+    "push",
+    "resolve_media",
+    "results_to_values",
+    "risk_score",
+    "serve",
+    "stop",
+    "submit_annotation",
+    "target",
+    "task_data",
+    "user_client",
+    "values_to_results",
+]

@@ -1,0 +1,196 @@
+"""The workspace's own Label Studio: data dir, credentials file, media server, client.
+
+Layout: ``<workspace>/label-studio/`` (Label Studio's data dir, server log, pid files,
+``truthline.json`` with ports and the media root) and ``<workspace>/secrets/label_studio.json``
+(admin login and API token, 0600).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from truthline.annotate._client import LSClient
+from truthline.annotate._server import (
+    CREDENTIALS_NAME,
+    Credentials,
+    LocalServer,
+    _pid_alive,
+    port_in_use,
+)
+from truthline.errors import TruthlineError
+
+
+@dataclass
+class Target:
+    """Where push/pull go: a Label Studio URL with a token, and how tasks reach media."""
+
+    client: LSClient
+    media_base: str | None
+    media_root: Path | None
+
+
+def data_dir(ws: Any) -> Path:
+    return Path(ws.root) / "label-studio"
+
+
+def creds_path(ws: Any) -> Path:
+    return Path(ws.secrets_dir) / CREDENTIALS_NAME
+
+
+def _state_path(ws: Any) -> Path:
+    return data_dir(ws) / "truthline.json"
+
+
+def read_state(ws: Any) -> dict[str, Any]:
+    p = _state_path(ws)
+    return json.loads(p.read_text()) if p.is_file() else {}
+
+
+def default_media_root(ws: Any, project: str | None = None) -> Path:
+    """The one media root the project's items use, else the workspace's media folder."""
+    from sqlalchemy import distinct, select
+
+    from truthline.store import tables
+
+    roots: list[str] = []
+    try:
+        q = select(distinct(tables.items.c.media_root))
+        if project:
+            q = q.where(tables.items.c.project == project)
+        with ws.store.begin() as conn:
+            roots = [r[0] for r in conn.execute(q)]
+    except Exception:
+        roots = []
+    if len(roots) == 1:
+        return Path(roots[0])
+    if len(roots) > 1:
+        common = Path(os.path.commonpath(roots))
+        if common != Path("/"):
+            return common
+    return Path(ws.media_dir)
+
+
+def serve(
+    ws: Any,
+    *,
+    port: int = 8080,
+    media_port: int = 8090,
+    media_root: Path | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Start (or reuse) the workspace's Label Studio and media server."""
+    ddir = data_dir(ws)
+    server = LocalServer(ddir, port=port)
+    cpath = creds_path(ws)
+    creds = Credentials.load(cpath)
+    if creds is None:
+        creds = Credentials.new(server.url)
+        creds.save(cpath)
+    url, started = server.start(creds, progress=progress)
+    if creds.url != url:
+        creds.url = url
+        creds.save(cpath)
+    root = Path(media_root or default_media_root(ws)).resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    state = read_state(ws)
+    mpid = int(state.get("media_pid") or 0)
+    media_running = bool(mpid) and _pid_alive(mpid)
+    if media_running and (
+        state.get("media_root") != str(root) or state.get("media_port") != media_port
+    ):
+        _stop_pid(mpid)
+        media_running = False
+    if not media_running:
+        if port_in_use(media_port):
+            raise TruthlineError(
+                f"media port {media_port} on 127.0.0.1 is taken; pass --media-port N"
+            )
+        log = (ddir / "media.log").open("ab")
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "truthline.annotate._media",
+                "--root",
+                str(root),
+                "--port",
+                str(media_port),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        log.close()
+        mpid = proc.pid
+        t0 = time.monotonic()
+        while not port_in_use(media_port) and time.monotonic() - t0 < 15:
+            time.sleep(0.1)
+    state = {
+        "url": url,
+        "port": port,
+        "media_port": media_port,
+        "media_root": str(root),
+        "media_base": f"http://127.0.0.1:{media_port}",
+        "media_pid": mpid,
+    }
+    _state_path(ws).write_text(json.dumps(state, indent=2))
+    return state | {"started": started, "admin": creds.email, "credentials_file": str(cpath)}
+
+
+def _stop_pid(pid: int) -> None:
+    import signal
+
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    t0 = time.monotonic()
+    while _pid_alive(pid) and time.monotonic() - t0 < 5:
+        time.sleep(0.1)
+
+
+def stop(ws: Any) -> dict[str, bool]:
+    state = read_state(ws)
+    server = LocalServer(data_dir(ws), port=int(state.get("port", 8080)))
+    stopped = server.stop()
+    media = False
+    if state.get("media_pid") and _pid_alive(int(state["media_pid"])):
+        _stop_pid(int(state["media_pid"]))
+        media = True
+    return {"label_studio": stopped, "media_server": media}
+
+
+def target(
+    ws: Any,
+    *,
+    url: str | None = None,
+    media_base: str | None = None,
+    media_root: Path | None = None,
+) -> Target:
+    """A client for ``url`` (token from LABEL_STUDIO_API_KEY) or the workspace's own server."""
+    if url:
+        token = os.environ.get("LABEL_STUDIO_API_KEY", "")
+        if not token:
+            raise TruthlineError("--url needs the API token in the LABEL_STUDIO_API_KEY variable")
+        return Target(LSClient(url, token), media_base, media_root)
+    state = read_state(ws)
+    creds = Credentials.load(creds_path(ws))
+    server = LocalServer(data_dir(ws), port=int(state.get("port", 8080)))
+    if creds is None or not state or not server.is_up():
+        raise TruthlineError(
+            "the workspace's Label Studio is not running; start it with `truthline annotate serve` "
+            "(or pass --url with LABEL_STUDIO_API_KEY for a team server)"
+        )
+    return Target(
+        LSClient(state["url"], creds.token),
+        media_base or state.get("media_base"),
+        Path(media_root or state["media_root"]),
+    )

@@ -1,0 +1,304 @@
+"""Pull: Label Studio snapshot exports -> the ``annotations`` table (idempotent, with history).
+
+One row per (annotation, top-level field) with the normalized value. "Kept vs changed" is
+decided by comparing the value with the prediction that was shown, using the field type's
+``agree`` — Label Studio's per-result ``origin`` is stored too, but not trusted. An
+annotation edited after a pull is updated and its earlier value goes to
+``annotation_history``; pulling twice changes nothing. A malformed result is reported with
+its project, task and annotation ids and skipped; the rest is stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+from sqlalchemy import select
+
+from truthline.annotate._client import LSClient
+from truthline.annotate._labelconfig import results_to_values
+from truthline.annotate._push import _upsert_exposures
+from truthline.store import Store, now, tables
+
+
+@dataclass
+class PullReport:
+    projects: list[dict[str, Any]] = field(default_factory=list)
+    annotations: int = 0
+    new: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    skipped_annotations: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def source_id(server_url: str, ls_project_id: int, annotation_id: int) -> str:
+    return f"ls:{ls_project_id}:{annotation_id}@{urlsplit(server_url).netloc}"
+
+
+def _ts(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _same_time(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return a is b
+    if a.tzinfo is None:
+        a = a.replace(tzinfo=b.tzinfo)
+    if b.tzinfo is None:
+        b = b.replace(tzinfo=a.tzinfo)
+    return a == b
+
+
+def kept_flag(ft: Any, value: Any, shown: Any) -> bool:
+    """Whether the annotator kept the shown value: both missing, or the type's agree."""
+    if value is None and shown is None:
+        return True
+    if value is None or shown is None:
+        return False
+    return bool(ft.agree(value, shown))
+
+
+def pull(store: Store, project: Any, client: LSClient, *, progress: bool = True) -> PullReport:
+    """Pull every Label Studio project of ``project`` on this server into the store."""
+    rep = PullReport()
+    lp = tables.ls_projects
+    with store.begin() as conn:
+        lsp = conn.execute(
+            select(lp).where(lp.c.project == project.name, lp.c.server_url == client.url)
+        ).all()
+    if not lsp:
+        from truthline.errors import TruthlineError
+
+        raise TruthlineError(
+            f"nothing pushed for project {project.name!r} to {client.url}; run `truthline annotate push`"
+        )
+    users: dict[int, str] | None = None
+    from rich.progress import Progress
+
+    with Progress(disable=not progress, transient=True) as bar:
+        ptask = bar.add_task("pulling", total=len(lsp))
+        for row in lsp:
+            tasks = client.snapshot_export(row.ls_project_id)
+            if users is None and any(
+                isinstance(a.get("completed_by"), int)
+                for t in tasks
+                for a in t.get("annotations", [])
+            ):
+                users = client.users()
+            stats = _pull_project(store, project, client, row, tasks, users or {}, rep)
+            rep.projects.append(
+                {"ls_project_id": row.ls_project_id, "arm": row.arm, "cohort": row.cohort} | stats
+            )
+            bar.advance(ptask)
+    return rep
+
+
+def _pull_project(
+    store: Store,
+    project: Any,
+    client: LSClient,
+    lsrow: Any,
+    tasks: list[dict],
+    users: dict[int, str],
+    rep: PullReport,
+) -> dict[str, int]:
+    a, h, lt, pr = (
+        tables.annotations,
+        tables.annotation_history,
+        tables.ls_tasks,
+        tables.predictions,
+    )
+    pid = int(lsrow.ls_project_id)
+    arm = str(lsrow.arm)
+    tier = 2 if arm == "review" else 1
+    types = project.field_types
+    with store.begin() as conn:
+        task_map = {
+            r.ls_task_id: r
+            for r in conn.execute(
+                select(lt.c.ls_task_id, lt.c.item_id, lt.c.prediction_id).where(
+                    lt.c.ls_project_id == pid, lt.c.server_url == client.url
+                )
+            )
+        }
+        pred_ids = {r.prediction_id for r in task_map.values() if r.prediction_id is not None}
+        preds = (
+            {
+                r.id: r
+                for r in conn.execute(
+                    select(pr.c.id, pr.c["values"], pr.c.model_version, pr.c.response_id).where(
+                        pr.c.id.in_(pred_ids)
+                    )
+                )
+            }
+            if pred_ids
+            else {}
+        )
+        prefix = f"ls:{pid}:"
+        suffix = f"@{urlsplit(client.url).netloc}"
+        existing = {
+            (r.source_id, r.field_path): r
+            for r in conn.execute(
+                select(a).where(
+                    a.c.project == project.name, a.c.source_id.like(f"{prefix}%{suffix}")
+                )
+            )
+        }
+        prompt_hashes = {}
+        resp_ids = {p.response_id for p in preds.values() if p.response_id is not None}
+        if resp_ids:
+            r_t = tables.responses
+            prompt_hashes = {
+                r.id: r.prompt_hash
+                for r in conn.execute(
+                    select(r_t.c.id, r_t.c.prompt_hash).where(r_t.c.id.in_(resp_ids))
+                )
+            }
+    inserts: list[dict] = []
+    updates: list[tuple[int, dict, dict]] = []  # (row id, new values, history)
+    exposures: list[dict] = []
+    stats = {"annotations": 0, "new": 0, "updated": 0, "unchanged": 0}
+    stored_at = now()
+    for task in tasks:
+        tid = int(task["id"])
+        tm = task_map.get(tid)
+        item_id = tm.item_id if tm else (task.get("data") or {}).get("item_id")
+        if item_id is None:
+            rep.problems.append(
+                f"Label Studio project {pid}, task {tid}: no item_id in its data; skipped"
+            )
+            continue
+        shown = preds.get(tm.prediction_id) if tm and tm.prediction_id else None
+        for ann in task.get("annotations", []):
+            aid = int(ann["id"])
+            who = ann.get("completed_by")
+            if isinstance(who, dict):
+                annotator = who.get("email") or str(who.get("id"))
+            else:
+                annotator = users.get(int(who), str(who)) if who is not None else "unknown"
+            cancelled = bool(ann.get("was_cancelled"))
+            if cancelled:
+                values: dict[str, Any] = dict.fromkeys(types)
+                origins: dict[str, str] = {}
+                rep.skipped_annotations += 1
+            else:
+                conv = results_to_values(project, ann.get("result") or [])
+                for p in conv.problems:
+                    rep.problems.append(
+                        f"Label Studio project {pid}, task {tid}, annotation {aid}: {p} (skipped)"
+                    )
+                values, origins = conv.values, conv.origins
+            sid = source_id(client.url, pid, aid)
+            stats["annotations"] += 1
+            base = {
+                "project": project.name,
+                "item_id": int(item_id),
+                "annotator": annotator,
+                "arm": arm,
+                "tier": tier,
+                "lead_time": ann.get("lead_time"),
+                "source": "label_studio",
+                "source_id": sid,
+                "ls_project_id": pid,
+                "ls_task_id": tid,
+                "ls_annotation_id": aid,
+                "shown_prediction_id": shown.id if shown is not None else None,
+                "model_version": shown.model_version if shown is not None else None,
+                "ground_truth": bool(ann.get("ground_truth")),
+                "parent_prediction": ann.get("parent_prediction"),
+                "annotated_at": _ts(ann.get("created_at")),
+                "source_updated_at": _ts(ann.get("updated_at")),
+            }
+            changed_any = False
+            for name, ft in types.items():
+                val = values.get(name)
+                kept = None
+                if shown is not None and not cancelled:
+                    kept = kept_flag(ft, val, (shown.values or {}).get(name))
+                row = base | {
+                    "field_path": name,
+                    "value": val,
+                    "skipped": cancelled,
+                    "origin": origins.get(name),
+                    "kept": kept,
+                }
+                old = existing.get((sid, name))
+                if old is None:
+                    inserts.append(row | {"revision": 1, "stored_at": stored_at})
+                    changed_any = True
+                    continue
+                value_changed = old.value != val or bool(old.skipped) != cancelled
+                meta_changed = (
+                    old.lead_time != row["lead_time"]
+                    or not _same_time(old.source_updated_at, row["source_updated_at"])
+                    or old.origin != row["origin"]
+                    or old.kept != kept
+                    or old.annotator != annotator
+                    or bool(old.ground_truth) != row["ground_truth"]
+                    or old.parent_prediction != row["parent_prediction"]
+                )
+                if not (value_changed or meta_changed):
+                    continue
+                changed_any = True
+                new = {
+                    k: v for k, v in row.items() if k not in ("project", "source_id", "field_path")
+                }
+                hist = {}
+                if value_changed:
+                    new["revision"] = int(old.revision) + 1
+                    new["stored_at"] = stored_at
+                    hist = {
+                        "annotation_id": old.id,
+                        "revision": old.revision,
+                        "value": old.value,
+                        "skipped": old.skipped,
+                        "source_updated_at": old.source_updated_at,
+                        "replaced_at": stored_at,
+                    }
+                updates.append((old.id, new, hist))
+            is_new = all((sid, n) not in existing for n in types)
+            if is_new:
+                stats["new"] += 1
+            elif changed_any:
+                stats["updated"] += 1
+            else:
+                stats["unchanged"] += 1
+            exposures.append(
+                {
+                    "project": project.name,
+                    "item_id": int(item_id),
+                    "annotator": annotator,
+                    "arm": arm,
+                    "prediction_id": shown.id if shown is not None else None,
+                    "model_version": shown.model_version if shown is not None else None,
+                    "prompt_hash": prompt_hashes.get(shown.response_id)
+                    if shown is not None
+                    else None,
+                    "ls_project_id": pid,
+                }
+            )
+    with store.begin() as conn:
+        if inserts:
+            conn.execute(a.insert(), inserts)
+        for rid, new, hist in updates:
+            if hist:
+                conn.execute(h.insert().values(**hist))
+            conn.execute(a.update().where(a.c.id == rid).values(**new))
+        if exposures:
+            _upsert_exposures(conn, exposures, stored_at)
+    rep.annotations += stats["annotations"]
+    rep.new += stats["new"]
+    rep.updated += stats["updated"]
+    rep.unchanged += stats["unchanged"]
+    return stats

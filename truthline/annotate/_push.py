@@ -1,0 +1,469 @@
+"""Push: items -> Label Studio tasks in separate blind / anchored / review projects.
+
+Label Studio Community has no roles and no per-annotator assignment, so each arm (and each
+cohort of annotators, where assignment matters) gets its own project with the same label
+config. Predictions go ONLY into anchored projects (inline with the tasks, 500 per request,
+``model_version`` set); the blind project never holds one. Review projects show each tier-1
+annotation of an item as a prediction (one per annotator) for a tier-2 expert.
+
+Idempotent: a task carries our ``item_id`` in its data; before importing, the project's tasks
+are listed from the server, so a push interrupted after the server stored a batch (but
+before we recorded it) neither duplicates nor loses it. Each batch is recorded as it lands.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sqlalchemy import select
+
+from truthline.annotate._assign import assign_arms
+from truthline.annotate._client import LabelStudioError, LSClient
+from truthline.annotate._labelconfig import label_config, task_data, values_to_results
+from truthline.annotate._media import media_url
+from truthline.errors import TruthlineError
+from truthline.store import Store, json_hash, now, tables
+
+BATCH = 500
+ARMS = ("blind", "anchored", "review")
+
+
+@dataclass
+class PushReport:
+    arm: str
+    cohort: str
+    ls_project_id: int
+    title: str
+    project_url: str
+    created: int = 0
+    existing: int = 0
+    recovered: int = 0
+    predictions: int = 0
+    skipped_no_prediction: int = 0
+    model_version: str | None = None
+    seed: int | None = None
+    sample_weights: dict[str, float] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def cohort_name(annotators: list[str] | None) -> str:
+    """A stable cohort name for a set of annotator emails ('' = everyone)."""
+    if not annotators:
+        return ""
+    joined = ",".join(sorted(set(annotators)))
+    return (
+        joined
+        if len(joined) <= 120
+        else "cohort-" + hashlib.sha256(joined.encode()).hexdigest()[:12]
+    )
+
+
+def ensure_ls_project(
+    client: LSClient,
+    store: Store,
+    project: Any,
+    arm: str,
+    *,
+    cohort: str = "",
+    overlap: int = 1,
+) -> tuple[int, str]:
+    """The Label Studio project of (project, arm, cohort) on this server; created if missing."""
+    cfg = label_config(project)
+    cfg_hash = json_hash(cfg)
+    t = tables.ls_projects
+    with store.begin() as conn:
+        row = conn.execute(
+            select(t).where(
+                t.c.project == project.name,
+                t.c.arm == arm,
+                t.c.cohort == cohort,
+                t.c.server_url == client.url,
+            )
+        ).first()
+    settings: dict[str, Any] = {
+        "maximum_annotations": overlap,
+        "show_skip_button": True,
+        "show_collab_predictions": arm != "blind",
+        "enable_empty_annotation": True,
+    }
+    if row is not None:
+        try:
+            client.get(f"/api/projects/{row.ls_project_id}")
+        except LabelStudioError as exc:
+            if exc.status == 404:
+                raise TruthlineError(
+                    f"Label Studio project {row.ls_project_id} ({row.title}) was deleted on "
+                    f"{client.url}; its store records remain. Remove them or push to another server"
+                ) from None
+            raise
+        patch = dict(settings)
+        if row.label_config_hash != cfg_hash:
+            patch["label_config"] = cfg
+        client.patch(f"/api/projects/{row.ls_project_id}", patch)
+        if row.label_config_hash != cfg_hash:
+            with store.begin() as conn:
+                conn.execute(t.update().where(t.c.id == row.id).values(label_config_hash=cfg_hash))
+        return int(row.ls_project_id), str(row.title)
+    title = f"{project.name} {arm}" + (f" [{cohort}]" if cohort else "")
+    title = title[:50]
+    desc = {
+        "blind": "BLIND arm: no model output is shown. Label what you see.",
+        "anchored": "ANCHORED arm: a model's pre-annotation is shown; correct anything wrong.",
+        "review": "REVIEW (tier-2): each tier-1 annotation is shown as a prediction tab; adjudicate.",
+    }[arm]
+    created = client.post(
+        "/api/projects/",
+        {"title": title, "description": desc, "label_config": cfg} | settings,
+    )
+    with store.begin() as conn:
+        conn.execute(
+            t.insert().values(
+                project=project.name,
+                arm=arm,
+                cohort=cohort,
+                server_url=client.url,
+                ls_project_id=int(created["id"]),
+                title=title,
+                label_config_hash=cfg_hash,
+                created_at=now(),
+            )
+        )
+    return int(created["id"]), title
+
+
+def _media_urls(item: dict, media_base: str, media_root: Path) -> list[str]:
+    root = Path(os.path.realpath(media_root))
+    urls = []
+    for rel in item["media"]:
+        full = Path(os.path.realpath(Path(item["media_root"]) / rel))
+        try:
+            served = full.relative_to(root).as_posix()
+        except ValueError:
+            raise TruthlineError(
+                f"item {item['id']} ({item['key']}): media {full} is outside the served media "
+                f"root {root}; restart `truthline annotate serve --media-root DIR` with a folder "
+                "that contains it"
+            ) from None
+        urls.append(media_url(media_base, served))
+    return urls
+
+
+def _predictions(store: Store, project: str, model_version: str | None) -> tuple[str, dict]:
+    """(model version, item id -> prediction row) of parsed predictions."""
+    p, r = tables.predictions, tables.responses
+    with store.begin() as conn:
+        counts = Counter(
+            mv
+            for (mv,) in conn.execute(
+                select(p.c.model_version).where(p.c.project == project, p.c.status == "parsed")
+            )
+        )
+        if not counts:
+            raise TruthlineError(
+                f"project {project!r} has no parsed predictions to show in the anchored arm; "
+                "run `truthline prefill run` first"
+            )
+        if model_version is None:
+            model_version = counts.most_common(1)[0][0]
+        elif model_version not in counts:
+            raise TruthlineError(
+                f"no parsed predictions from model {model_version!r} (have: {', '.join(sorted(counts))})"
+            )
+        rows = conn.execute(
+            select(p.c.id, p.c.item_id, p.c["values"], r.c.prompt_hash)
+            .select_from(p.outerjoin(r, p.c.response_id == r.c.id))
+            .where(
+                p.c.project == project, p.c.model_version == model_version, p.c.status == "parsed"
+            )
+        ).all()
+    return model_version, {row.item_id: row for row in rows}
+
+
+def _record(
+    store: Store, client: LSClient, ls_pid: int, rows: list[dict], exposures: list[dict]
+) -> None:
+    ts = now()
+    with store.begin() as conn:
+        if rows:
+            conn.execute(
+                tables.ls_tasks.insert(),
+                [
+                    r | {"ls_project_id": ls_pid, "server_url": client.url, "created_at": ts}
+                    for r in rows
+                ],
+            )
+        if exposures:
+            _upsert_exposures(conn, exposures, ts)
+
+
+def _upsert_exposures(conn: Any, exposures: list[dict], ts: Any) -> None:
+    e = tables.exposures
+    keys = {(x["project"], x["item_id"], x["annotator"], x["arm"]) for x in exposures}
+    projects = {k[0] for k in keys}
+    have = {
+        (r.project, r.item_id, r.annotator, r.arm)
+        for r in conn.execute(
+            select(e.c.project, e.c.item_id, e.c.annotator, e.c.arm).where(
+                e.c.project.in_(projects)
+            )
+        )
+    }
+    new = [
+        x | {"created_at": ts}
+        for x in exposures
+        if (x["project"], x["item_id"], x["annotator"], x["arm"]) not in have
+    ]
+    seen: set = set()
+    uniq = []
+    for x in new:
+        k = (x["project"], x["item_id"], x["annotator"], x["arm"])
+        if k not in seen:
+            seen.add(k)
+            uniq.append(x)
+    if uniq:
+        conn.execute(e.insert(), uniq)
+
+
+def push(
+    store: Store,
+    project: Any,
+    client: LSClient,
+    arm: str,
+    *,
+    media_base: str,
+    media_root: Path,
+    annotators: list[str] | None = None,
+    overlap: int | None = None,
+    split: float | None = None,
+    seed: int | None = None,
+    model_version: str | None = None,
+    sample: int | None = None,
+    strategy: str = "random",
+    batch: int = BATCH,
+    progress: bool = True,
+) -> PushReport:
+    """Create the arm's Label Studio project if needed and import the tasks it lacks."""
+    if arm not in ARMS:
+        raise TruthlineError(f"unknown arm {arm!r} (use one of {', '.join(ARMS)})")
+    cohort = cohort_name(annotators)
+    if overlap is None:
+        overlap = {
+            "blind": project.audit.blind_overlap,
+            "anchored": project.audit.anchored_overlap,
+        }.get(arm, 1)
+    items = {r["id"]: r for r in store.items(project.name)}
+    if not items:
+        raise TruthlineError(f"project {project.name!r} has no items; run `truthline items import`")
+    preds: dict[int, Any] = {}
+    weights: dict[int, float] = {}
+    review_preds: dict[int, list[tuple[str, dict]]] = {}
+    seed = project.audit.seed if seed is None else seed
+    if arm == "review":
+        review_preds = _tier1_values(store, project)
+        chosen = sorted(review_preds)
+    else:
+        arms = assign_arms(store, project, split=split, seed=seed)
+        chosen = sorted(i for i, a in arms.items() if a == arm and i in items)
+    if arm == "anchored":
+        model_version, preds = _predictions(store, project.name, model_version)
+    ls_pid, title = ensure_ls_project(client, store, project, arm, cohort=cohort, overlap=overlap)
+    rep = PushReport(
+        arm=arm,
+        cohort=cohort,
+        ls_project_id=ls_pid,
+        title=title,
+        project_url=f"{client.url}/projects/{ls_pid}/data",
+        model_version=model_version if arm == "anchored" else None,
+        seed=seed,
+    )
+
+    # what the server already holds (recovers a batch stored before an interruption)
+    on_server = client.tasks_by_item(ls_pid)
+    lt = tables.ls_tasks
+    with store.begin() as conn:
+        recorded = {
+            r.item_id
+            for r in conn.execute(
+                select(lt.c.item_id).where(
+                    lt.c.ls_project_id == ls_pid, lt.c.server_url == client.url
+                )
+            )
+        }
+    recover = [
+        {"item_id": i, "ls_task_id": t, "prediction_id": preds[i].id if i in preds else None}
+        for i, t in on_server.items()
+        if i not in recorded and i in items
+    ]
+    if recover:
+        _record(store, client, ls_pid, recover, [])
+    rep.recovered = len(recover)
+    rep.existing = len(on_server)
+
+    todo = [i for i in chosen if i not in on_server]
+    if arm == "anchored":
+        rep.skipped_no_prediction = sum(1 for i in todo if i not in preds)
+        todo = [i for i in todo if i in preds]
+    if arm == "review":
+        todo, weights = _sample_review(store, project, todo, review_preds, sample, strategy, seed)
+        rep.sample_weights = {str(i): w for i, w in weights.items()}
+
+    from rich.progress import Progress
+
+    with Progress(disable=not progress, transient=True) as bar:
+        task = bar.add_task(f"pushing {arm} tasks", total=len(todo))
+        for start in range(0, len(todo), batch):
+            chunk = todo[start : start + batch]
+            payload = []
+            for i in chunk:
+                it = items[i]
+                t: dict[str, Any] = {
+                    "data": task_data(
+                        project, i, _media_urls(it, media_base, media_root), it["key"]
+                    )
+                }
+                if arm == "anchored":
+                    pr = preds[i]
+                    t["predictions"] = [
+                        {
+                            "model_version": model_version,
+                            "result": values_to_results(project, pr.values),
+                        }
+                    ]
+                elif arm == "review":
+                    t["predictions"] = [
+                        {
+                            "model_version": f"tier1:{who}",
+                            "result": values_to_results(project, vals),
+                        }
+                        for who, vals in review_preds[i]
+                    ]
+                payload.append(t)
+            resp = client.post(f"/api/projects/{ls_pid}/import", payload, return_task_ids="true")
+            ids = resp.get("task_ids") or []
+            if len(ids) != len(chunk):
+                raise TruthlineError(
+                    f"Label Studio project {ls_pid}: imported {len(chunk)} tasks but got "
+                    f"{len(ids)} ids back; rerun push to reconcile"
+                )
+            rows, exps = [], []
+            for i, tid in zip(chunk, ids, strict=True):
+                pr = preds.get(i)
+                rows.append(
+                    {
+                        "item_id": i,
+                        "ls_task_id": int(tid),
+                        "prediction_id": pr.id if pr is not None else None,
+                        "sample_weight": weights.get(i),
+                    }
+                )
+                for who in annotators or []:
+                    exps.append(
+                        {
+                            "project": project.name,
+                            "item_id": i,
+                            "annotator": who,
+                            "arm": arm,
+                            "prediction_id": pr.id if pr is not None else None,
+                            "model_version": model_version if pr is not None else None,
+                            "prompt_hash": pr.prompt_hash if pr is not None else None,
+                            "ls_project_id": ls_pid,
+                        }
+                    )
+            _record(store, client, ls_pid, rows, exps)
+            rep.created += len(chunk)
+            rep.predictions += int(resp.get("prediction_count") or 0)
+            bar.advance(task, len(chunk))
+    if arm == "anchored" and (rep.created or rep.existing):
+        client.patch(
+            f"/api/projects/{ls_pid}",
+            {"show_collab_predictions": True, "model_version": model_version},
+        )
+    return rep
+
+
+# -- review ------------------------------------------------------------------------------------
+def _tier1_values(store: Store, project: Any) -> dict[int, list[tuple[str, dict]]]:
+    """Item id -> [(annotator, top-level values)] of its non-skipped tier-1 annotations."""
+    a = tables.annotations
+    with store.begin() as conn:
+        rows = conn.execute(
+            select(a.c.item_id, a.c.annotator, a.c.source_id, a.c.field_path, a.c.value).where(
+                a.c.project == project.name,
+                a.c.tier == 1,
+                a.c.skipped.is_(False),
+                a.c.arm.in_(("blind", "anchored", "import")),
+            )
+        ).all()
+    by: dict[int, dict[str, tuple[str, dict]]] = {}
+    for r in rows:
+        ann = by.setdefault(r.item_id, {}).setdefault(r.source_id, (r.annotator, {}))
+        ann[1][r.field_path] = r.value
+    return {i: sorted(d.values(), key=lambda x: x[0]) for i, d in by.items()}
+
+
+def risk_score(project: Any, annotations: list[tuple[str, dict]]) -> float:
+    """Share of field comparisons between tier-1 annotators that disagree, plus safety flags."""
+    pairs = disagree = 0
+    flagged = 0.0
+    for name, ft in project.field_types.items():
+        vals = [v.get(name) for _, v in annotations]
+        if ft.spec.safety and any(v is True for v in vals):
+            flagged = 1.0
+        for x in range(len(vals)):
+            for y in range(x + 1, len(vals)):
+                if vals[x] is None and vals[y] is None:
+                    continue
+                pairs += 1
+                disagree += not ft.agree(vals[x], vals[y])
+    return 0.1 + (disagree / pairs if pairs else 0.0) + flagged
+
+
+def _sample_review(
+    store: Store,
+    project: Any,
+    candidates: list[int],
+    tier1: dict[int, list[tuple[str, dict]]],
+    n: int | None,
+    strategy: str,
+    seed: int,
+) -> tuple[list[int], dict[int, float]]:
+    """Sample items for review; weights are inverse inclusion probabilities (unbiased rates).
+
+    random: simple random sample of n (weight N/n). risk: Poisson sampling with inclusion
+    probability proportional to ``risk_score`` (capped at 1), weight 1/pi.
+    """
+    if not candidates:
+        return [], {}
+    rng = np.random.default_rng(seed)
+    n = len(candidates) if n is None else n
+    if n <= 0:
+        raise TruthlineError("--sample must be a positive number of items")
+    if strategy == "random":
+        k = min(n, len(candidates))
+        pick = sorted(rng.choice(candidates, size=k, replace=False).tolist())
+        w = len(candidates) / k
+        return pick, {int(i): w for i in pick}
+    if strategy != "risk":
+        raise TruthlineError(f"unknown --strategy {strategy!r} (random or risk)")
+    scores = np.array([risk_score(project, tier1[i]) for i in candidates])
+    pi = np.minimum(1.0, n * scores / scores.sum())
+    for _ in range(20):  # redistribute the capped mass so the expected size stays n
+        capped = pi >= 1.0
+        rest = n - capped.sum()
+        if rest <= 0 or capped.all():
+            break
+        new = np.where(capped, 1.0, np.minimum(1.0, rest * scores / scores[~capped].sum()))
+        if np.allclose(new, pi):
+            break
+        pi = new
+    take = rng.random(len(candidates)) < pi
+    pick = [int(i) for i, t in zip(candidates, take, strict=True) if t]
+    return pick, {int(i): float(1.0 / p) for i, p, t in zip(candidates, pi, take, strict=True) if t}
