@@ -151,8 +151,6 @@ annotations = Table(
     ),  # Label Studio result origin: prediction | prediction-changed | manual
     # anchored/review: the value agrees (field type's agree) with the prediction shown
     Column("kept", Boolean),
-    # anchored/review: the value agrees (field type's agree) with the prediction shown
-    Column("kept", Boolean),
     Column("ground_truth", Boolean, nullable=False, default=False),
     Column("parent_prediction", Integer),
     Column("revision", Integer, nullable=False, default=1),
