@@ -15,6 +15,14 @@ from truthline.stats._bootstrap import (
     percentile_ci,
     ratio_ci,
 )
+from truthline.stats._ci import (
+    AgreementResult,
+    agreement,
+    bootstrap_values,
+    coefficient_ci,
+    kappa_ci,
+    paired_coef_diff,
+)
 from truthline.stats._coef import (
     Coefficient,
     agreement_weights,
@@ -32,30 +40,52 @@ from truthline.stats._point import (
     scott_pi,
 )
 from truthline.stats._ratings import AgreementError, Ratings, as_ratings, from_counts, from_long
+from truthline.stats._resample import multiplicity_blocks
+from truthline.stats._structure import (
+    RaterVsMajority,
+    ScorerReport,
+    disagreement_structure,
+    leave_one_out,
+    majority,
+    scorer_vs_majority,
+)
 
 __all__ = [
     "CI",
     "DEFAULT_RESAMPLES",
     "AgreementError",
+    "AgreementResult",
     "Coefficient",
+    "RaterVsMajority",
     "Ratings",
+    "ScorerReport",
+    "agreement",
     "agreement_weights",
     "as_ratings",
+    "bootstrap_values",
     "brennan_prediger",
     "coefficient",
+    "coefficient_ci",
     "cohen_kappa",
+    "disagreement_structure",
     "draw",
     "fleiss_kappa",
     "from_counts",
     "from_long",
     "get_coefficient",
     "gwet_ac1",
+    "kappa_ci",
     "krippendorff_alpha",
+    "leave_one_out",
+    "majority",
     "mean_ci",
+    "multiplicity_blocks",
+    "paired_coef_diff",
     "paired_diff_ci",
     "pairwise_agreement",
     "percentile_ci",
     "ratio_ci",
     "registered_coefficients",
+    "scorer_vs_majority",
     "scott_pi",
 ]

@@ -1,12 +1,429 @@
-"""`truthline stats`: rater-agreement statistics with confidence intervals."""
+"""`truthline stats`: rater-agreement statistics with confidence intervals.
+
+Input is a CSV (wide: one row per unit, one column per rater, blanks = missing; long:
+unit, rater, value) or the store (``--project P --field PATH``).
+"""
 
 from __future__ import annotations
 
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+from rich.table import Table
 
-from truthline._cli_common import planned
+from truthline._cli_common import JsonOpt, ProjectOpt, console, emit, workspace
+from truthline.stats._ci import agreement
+from truthline.stats._ratings import AgreementError, Ratings, as_ratings, from_long
+from truthline.stats._structure import leave_one_out, scorer_vs_majority
 
-app = typer.Typer(help="Rater-agreement statistics with confidence intervals.")
-planned(
-    app, "stats: `agreement FILE` computes Krippendorff's alpha, kappas, AC1 with bootstrap CIs."
+app = typer.Typer(
+    help="Rater-agreement statistics with confidence intervals (METRICS.md §2).",
+    no_args_is_help=True,
 )
+
+
+class Fmt(StrEnum):
+    wide = "wide"
+    long = "long"
+
+
+class Coef(StrEnum):
+    alpha = "alpha"
+    cohen = "cohen"
+    fleiss = "fleiss"
+    ac1 = "ac1"
+    scott = "scott"
+    bp = "bp"
+    pairwise = "pairwise"
+    all = "all"
+
+
+class Level(StrEnum):
+    nominal = "nominal"
+    ordinal = "ordinal"
+    interval = "interval"
+    ratio = "ratio"
+    masi = "masi"
+
+
+class Weights(StrEnum):
+    none = "none"
+    linear = "linear"
+    quadratic = "quadratic"
+
+
+class CIMethod(StrEnum):
+    bootstrap = "bootstrap"
+    none = "none"
+
+
+FileArg = Annotated[
+    Path | None,
+    typer.Argument(help="CSV of ratings (omit with --project/--field to read the store)."),
+]
+FormatOpt = Annotated[
+    Fmt, typer.Option("--format", help="wide: units x raters; long: unit, rater, value.")
+]
+UnitOpt = Annotated[
+    str | None,
+    typer.Option("--unit-col", help="Wide CSV: column holding unit ids (default: 'unit' if any)."),
+]
+ClusterOpt = Annotated[
+    str | None,
+    typer.Option("--cluster", help="Column of parent ids: resample clusters (store: 'parent')."),
+]
+StrataOpt = Annotated[str | None, typer.Option("--strata", help="Column of strata labels.")]
+CatOpt = Annotated[
+    str | None,
+    typer.Option("--categories", help="Comma-separated category order (ordinal / weights)."),
+]
+FieldOpt = Annotated[
+    str | None, typer.Option("--field", help="Store mode: field path, e.g. workers.action.")
+]
+ArmOpt = Annotated[
+    str | None, typer.Option("--arm", help="Store mode: blind | anchored | review | import.")
+]
+TierOpt = Annotated[int | None, typer.Option("--tier", help="Store mode: 1 annotators, 2 experts.")]
+ResamplesOpt = Annotated[int, typer.Option("--resamples", min=0, help="Bootstrap resamples.")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Bootstrap seed (recorded with the CI).")]
+
+
+def _read_csv(path: Path) -> Any:
+    import pandas as pd
+
+    if not path.exists():
+        raise AgreementError(f"{path}: no such file")
+    df = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+    df.columns = [str(c).strip() for c in df.columns]
+    return df
+
+
+def _typed(series: Any) -> list[Any]:
+    """Column values as numbers when the whole column is numeric, else strings."""
+    import pandas as pd
+
+    num = pd.to_numeric(series, errors="coerce")
+    if num.notna().sum() == series.notna().sum():
+        return [None if pd.isna(x) else float(x) for x in num]
+    return [None if pd.isna(x) else str(x) for x in series]
+
+
+def load_csv(
+    path: Path,
+    fmt: Fmt,
+    *,
+    unit_col: str | None,
+    cluster: str | None,
+    strata: str | None,
+    level: str,
+    categories: list[str] | None,
+) -> Ratings:
+    """A ratings CSV (wide or long) as encoded ``Ratings`` with clusters/strata attached."""
+    df = _read_csv(path)
+    for col in (cluster, strata) if fmt == Fmt.wide else ():
+        if col and col not in df.columns:
+            raise AgreementError(f"{path}: no column {col!r} (columns: {', '.join(df.columns)})")
+    cats: list[Any] | None = categories
+    if fmt == Fmt.long:
+        need = ["unit", "rater", "value"] + [c for c in (cluster, strata) if c]
+        missing = [c for c in need if c not in df.columns]
+        if missing:
+            raise AgreementError(f"{path}: long format needs columns {need}; missing {missing}")
+        values = _typed(df["value"])
+        if cats is not None and all(isinstance(v, float) or v is None for v in values):
+            cats = [float(c) for c in cats]
+        return from_long(
+            list(df["unit"]),
+            list(df["rater"]),
+            values,
+            cluster=list(df[cluster]) if cluster else None,
+            stratum=list(df[strata]) if strata else None,
+            categories=cats,
+            level=level,
+        )
+    ucol = unit_col or ("unit" if "unit" in df.columns else None)
+    if unit_col and unit_col not in df.columns:
+        raise AgreementError(f"{path}: no column {unit_col!r}")
+    raters = [c for c in df.columns if c not in {ucol, cluster, strata}]
+    if not raters:
+        raise AgreementError(f"{path}: no rater columns")
+    cols = [_typed(df[c]) for c in raters]
+    if cats is not None and all(isinstance(v, float) or v is None for c in cols for v in c):
+        cats = [float(c) for c in cats]
+    rows = [list(x) for x in zip(*cols, strict=True)]
+    units = list(df[ucol]) if ucol else [str(i + 1) for i in range(len(df))]
+    r = as_ratings(rows, categories=cats, units=units, raters=raters, level=level)
+    r.clusters = list(df[cluster]) if cluster else None
+    r.strata = list(df[strata]) if strata else None
+    return r
+
+
+def _source(
+    ctx: typer.Context,
+    file: Path | None,
+    fmt: Fmt,
+    *,
+    unit_col: str | None,
+    cluster: str | None,
+    strata: str | None,
+    level: str | None,
+    categories: str | None,
+    project: str | None,
+    field: str | None,
+    arm: str | None,
+    tier: int | None,
+) -> tuple[Ratings, str, str]:
+    cats = [c.strip() for c in categories.split(",")] if categories else None
+    if file is not None:
+        lvl = level or "nominal"
+        r = load_csv(
+            file, fmt, unit_col=unit_col, cluster=cluster, strata=strata, level=lvl, categories=cats
+        )
+        return r, lvl, str(file)
+    if not field:
+        raise typer.BadParameter("give a CSV FILE, or --field (with --project) to read the store")
+    from truthline.stats._store import ratings_from_store
+
+    ws = workspace(ctx)
+    proj = ws.registered(project)
+    r, ft = ratings_from_store(ws.store, proj, field, arm=arm, tier=tier)
+    if cluster:
+        if cluster != "parent":
+            raise AgreementError("store mode clusters by item parent: use --cluster parent")
+        parents = r.meta["parents"]
+        if any(p is None for p in parents):
+            raise AgreementError("some items have no parent; cannot cluster by parent")
+        r.clusters = parents
+    lvl = level or str(ft.level)
+    what = (
+        f"{proj.name}:{field}"
+        + (f" arm={arm}" if arm else "")
+        + (f" tier={tier}" if tier is not None else "")
+    )
+    return r, lvl, what
+
+
+def _fmt(x: float | None) -> str:
+    return "—" if x is None else f"{x:.3f}"
+
+
+@app.command("agreement")
+def agreement_cmd(
+    ctx: typer.Context,
+    file: FileArg = None,
+    fmt: FormatOpt = Fmt.wide,
+    coef: Annotated[
+        list[Coef] | None, typer.Option("--coef", help="Coefficient(s); repeatable; 'all'.")
+    ] = None,
+    level: Annotated[
+        Level | None,
+        typer.Option("--level", help="Alpha's level (store mode: the field type's level)."),
+    ] = None,
+    weights: Annotated[
+        Weights, typer.Option("--weights", help="Kappa-family agreement weights.")
+    ] = Weights.none,
+    ci: Annotated[CIMethod, typer.Option("--ci", help="Confidence interval method.")] = (
+        CIMethod.bootstrap
+    ),
+    resamples: ResamplesOpt = 2000,
+    seed: SeedOpt = 0,
+    cluster: ClusterOpt = None,
+    strata: StrataOpt = None,
+    unit_col: UnitOpt = None,
+    categories: CatOpt = None,
+    project: ProjectOpt = None,
+    field: FieldOpt = None,
+    arm: ArmOpt = None,
+    tier: TierOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Agreement coefficients with percentile-bootstrap CIs (units, clusters, strata)."""
+    r, lvl, what = _source(
+        ctx,
+        file,
+        fmt,
+        unit_col=unit_col,
+        cluster=cluster,
+        strata=strata,
+        level=level.value if level else None,
+        categories=categories,
+        project=project,
+        field=field,
+        arm=arm,
+        tier=tier,
+    )
+    names = [c.value for c in (coef or [Coef.alpha])]
+    results = agreement(
+        r, names, level=lvl, weights=weights.value, ci=ci.value, resamples=resamples, seed=seed
+    )
+    data = {
+        "source": what,
+        "units": r.n_units,
+        "raters": len(r.raters),
+        "results": [x.as_dict() for x in results],
+    }
+
+    def render() -> None:
+        t = Table(
+            "coefficient",
+            "point",
+            "95% CI",
+            "units",
+            "pairable",
+            "raters",
+            "note",
+            title=f"agreement: {what} ({r.n_units} units, {len(r.raters)} raters)",
+        )
+        for x in results:
+            d = x.as_dict()
+            label = (
+                x.title
+                + (f" ({x.level})" if x.level else "")
+                + (f" [{x.weights}]" if x.weights not in (None, "none") else "")
+            )
+            interval = f"[{_fmt(d['low'])}, {_fmt(d['high'])}]" if d["low"] is not None else "—"
+            t.add_row(
+                label,
+                _fmt(d["point"]),
+                interval,
+                str(x.units),
+                str(x.pairable),
+                str(x.raters),
+                x.note or "",
+            )
+        console.print(t)
+        if ci == CIMethod.bootstrap and resamples:
+            scheme = results[0].ci.scheme if results else "item"
+            console.print(f"percentile bootstrap, {resamples} resamples ({scheme}), seed {seed}")
+
+    emit(data, as_json, render)
+
+
+@app.command("loo")
+def loo_cmd(
+    ctx: typer.Context,
+    file: FileArg = None,
+    fmt: FormatOpt = Fmt.wide,
+    min_others: Annotated[
+        int, typer.Option("--min-others", min=1, help="Other raters needed on a unit.")
+    ] = 1,
+    resamples: ResamplesOpt = 2000,
+    seed: SeedOpt = 0,
+    cluster: ClusterOpt = None,
+    unit_col: UnitOpt = None,
+    project: ProjectOpt = None,
+    field: FieldOpt = None,
+    arm: ArmOpt = None,
+    tier: TierOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Each rater against the majority of the other raters (ties excluded), with CI."""
+    r, _, what = _source(
+        ctx,
+        file,
+        fmt,
+        unit_col=unit_col,
+        cluster=cluster,
+        strata=None,
+        level="nominal",
+        categories=None,
+        project=project,
+        field=field,
+        arm=arm,
+        tier=tier,
+    )
+    rows = leave_one_out(r, min_others=min_others, resamples=resamples, seed=seed)
+    data = {"source": what, "raters": [x.as_dict() for x in rows]}
+
+    def render() -> None:
+        t = Table(
+            "rater",
+            "agreement",
+            "95% CI",
+            "units",
+            "ties excluded",
+            title=f"each rater vs majority of the others: {what}",
+        )
+        for x in rows:
+            t.add_row(
+                str(x.rater),
+                _fmt(x.agreement.point),
+                f"[{_fmt(x.agreement.low)}, {_fmt(x.agreement.high)}]",
+                str(x.units),
+                str(x.ties_excluded),
+            )
+        console.print(t)
+
+    emit(data, as_json, render)
+
+
+@app.command("scorer")
+def scorer_cmd(
+    file: Annotated[Path, typer.Argument(help="Wide CSV with rater columns and a scorer column.")],
+    scorer: Annotated[str, typer.Option("--scorer", help="Column holding the scorer's value.")],
+    tune_frac: Annotated[
+        float, typer.Option("--tune-frac", help="Share of units for tuning (rest: report).")
+    ] = 0.6,
+    gray: Annotated[
+        str | None, typer.Option("--gray", help="Column: non-empty/true marks a gray-zone unit.")
+    ] = None,
+    positive: Annotated[
+        str | None, typer.Option("--positive", help="The 'accept' value (binary summary).")
+    ] = None,
+    resamples: ResamplesOpt = 2000,
+    seed: SeedOpt = 0,
+    cluster: ClusterOpt = None,
+    unit_col: UnitOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """A scorer column vs the rater majority on a held-out split (RealityBench protocol)."""
+    df = _read_csv(file)
+    for col in (scorer, gray, cluster):
+        if col and col not in df.columns:
+            raise AgreementError(f"{file}: no column {col!r} (columns: {', '.join(df.columns)})")
+    ucol = unit_col or ("unit" if "unit" in df.columns else None)
+    raters = [c for c in df.columns if c not in {ucol, scorer, gray, cluster}]
+    cols = [_typed(df[c]) for c in [*raters, scorer]]
+    rows = [list(x) for x in zip(*cols, strict=True)]
+    gray_mask = (
+        [str(v).strip().lower() not in ("", "0", "false", "no", "nan") for v in df[gray]]
+        if gray
+        else None
+    )
+    pos: Any = positive
+    if positive is not None and all(isinstance(v, float) or v is None for c in cols for v in c):
+        pos = int(float(positive)) if float(positive).is_integer() else float(positive)
+    rep = scorer_vs_majority(
+        [row[:-1] for row in rows],
+        [row[-1] for row in rows],
+        tune_frac=tune_frac,
+        seed=seed,
+        gray=gray_mask,
+        positive=pos,
+        resamples=resamples,
+        clusters=list(df[cluster]) if cluster else None,
+    )
+    data = rep.as_dict()
+
+    def render() -> None:
+        a = rep.agreement
+        console.print(
+            f"scorer {scorer!r} vs rater majority on {rep.held_out} held-out units "
+            f"({rep.tuned} for tuning, seed {seed}): agreement {a.point:.3f} "
+            f"[{_fmt(a.low)}, {_fmt(a.high)}]"
+        )
+        console.print(
+            f"excluded: {rep.ties_excluded} ties, {rep.gray_excluded} gray-zone, "
+            f"{rep.no_majority_or_score} without a majority or score"
+        )
+        labels = sorted({k for k in rep.confusion} | {k for v in rep.confusion.values() for k in v})
+        t = Table("majority \\ scorer", *labels)
+        for a_ in labels:
+            t.add_row(a_, *[str(rep.confusion.get(a_, {}).get(b, 0)) for b in labels])
+        console.print(t)
+        if rep.summary():
+            console.print(rep.summary())
+
+    emit(data, as_json, render)
