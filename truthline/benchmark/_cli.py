@@ -2,13 +2,393 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+from rich.table import Table
 
-from truthline._cli_common import planned
+from truthline._cli_common import JsonOpt, ProjectOpt, console, emit, workspace
 
-app = typer.Typer(help="Evaluate models on gold with the scoring contract; report and export.")
-planned(
-    app,
-    "benchmark: `run --model SPEC` scores models on gold with bootstrap CIs; `compare-gold`, "
-    "`report` and `export` follow.",
+app = typer.Typer(
+    help="Evaluate models on gold with the scoring contract; report and export.",
+    no_args_is_help=True,
 )
+
+ResamplesOpt = Annotated[
+    int | None,
+    typer.Option("--resamples", help="Bootstrap resamples (default: the project's setting)."),
+]
+
+
+def _ci(d: dict | None) -> str:
+    if not d or d.get("point") is None:
+        return "—"
+    if d.get("low") is None:
+        return f"{d['point']:.3f}"
+    return f"{d['point']:.3f} [{d['low']:.3f}, {d['high']:.3f}]"
+
+
+@app.command("run")
+def run_cmd(
+    ctx: typer.Context,
+    model: Annotated[
+        list[str],
+        typer.Option(
+            "--model",
+            "-m",
+            help="Model spec (repeatable): simulated:steel-strong, "
+            "openai:gpt-4o-mini, rule:majority, rule:random, ...",
+        ),
+    ],
+    gold: Annotated[
+        str, typer.Option("--gold", help="Gold slice: all, blind, anchored or vlm-sourced.")
+    ] = "all",
+    snapshot: Annotated[
+        str | None, typer.Option("--snapshot", help="Gold snapshot hash (prefix); default latest.")
+    ] = None,
+    variant: Annotated[
+        str | None, typer.Option("--variant", help="Prompt variant from [prompts] variants.")
+    ] = None,
+    condition: Annotated[
+        str, typer.Option("--condition", help="base, or gt (perception field given as truth).")
+    ] = "base",
+    control: Annotated[
+        str | None, typer.Option("--control", help="Input control: no-image or reorder.")
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", help="Only the first N gold items.")
+    ] = None,
+    run_id: Annotated[
+        str | None, typer.Option("--run", help="Add to / resume this run id (default: derived).")
+    ] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency")] = 8,
+    max_cost: Annotated[
+        float | None, typer.Option("--max-cost", help="Stop starting requests past this USD.")
+    ] = None,
+    retry_missing: Annotated[
+        bool, typer.Option("--retry-missing", help="Re-send infrastructure-missing requests.")
+    ] = False,
+    project: ProjectOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run models over gold and score them; rerunning the same command resumes the run."""
+    from truthline.benchmark import RunConfig, run_benchmark
+
+    ws = workspace(ctx)
+    proj = ws.registered(project)
+    cfg = RunConfig(
+        models=model,
+        gold=gold,
+        snapshot=snapshot,
+        variant=variant,
+        condition=condition,
+        control=control or "",
+        limit=limit,
+        run_id=run_id,
+        concurrency=concurrency,
+        max_cost=max_cost,
+        retry_missing=retry_missing,
+    )
+    man = run_benchmark(ws.store, proj, cfg, progress=not as_json)
+
+    def render() -> None:
+        table = Table(
+            "model",
+            "variant",
+            "condition",
+            "control",
+            "outcomes",
+            "cost USD",
+            title=f"run {man['run_id']} ({man['status']}), gold {man['gold_snapshot'][:12]}",
+        )
+        for e in man["entries"].values():
+            sim = " [SIMULATED]" if e.get("simulated") else ""
+            table.add_row(
+                e["model"] + sim,
+                e["variant"],
+                e["condition"],
+                e["control"],
+                ", ".join(f"{k} {v}" for k, v in e.get("status_counts", {}).items()),
+                f"{e.get('cost_usd', 0):.4f}",
+            )
+        console.print(table)
+        console.print(f"next: truthline benchmark show {man['run_id']}")
+
+    emit(man, as_json, render)
+
+
+@app.command("runs")
+def runs_cmd(ctx: typer.Context, project: ProjectOpt = None, as_json: JsonOpt = False) -> None:
+    """Benchmark runs of the project."""
+    from truthline.benchmark import list_runs
+
+    ws = workspace(ctx)
+    proj = ws.registered(project)
+    rows = list_runs(ws.store, proj.name)
+
+    def render() -> None:
+        table = Table("run", "status", "created", "gold", "models")
+        for r in rows:
+            table.add_row(
+                r["run_id"],
+                r["status"],
+                str(r["created_at"])[:19],
+                (r["gold_snapshot"] or "")[:12],
+                ", ".join(r["models"]),
+            )
+        console.print(table)
+
+    emit(rows, as_json, render)
+
+
+@app.command("show")
+def show_cmd(
+    ctx: typer.Context,
+    run: Annotated[list[str], typer.Argument(help="Run id(s).")],
+    gold: Annotated[str, typer.Option("--gold", help="Score on this gold slice.")] = "all",
+    resamples: ResamplesOpt = None,
+    project: ProjectOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Leaderboard of one or more runs: accuracy with CI, metrics, coverage, format rate, cost."""
+    from truthline.benchmark import leaderboard
+
+    ws = workspace(ctx)
+    proj = ws.registered(project)
+    rows = leaderboard(ws.store, proj, run, slice_=gold, resamples=resamples)
+
+    def render() -> None:
+        names = [n for n in proj.benchmark.metrics if n not in ("accuracy", "per_class")]
+        table = Table(
+            "model",
+            "accuracy [95% CI]",
+            *names,
+            "coverage",
+            "format",
+            "cost USD",
+            title=f"gold slice: {gold}",
+        )
+        for r in rows:
+            vals = []
+            for n in names:
+                v = (r["metrics"].get(n) or {}).get("value")
+                v = v.get("point") if isinstance(v, dict) else v
+                vals.append("—" if v is None else f"{v:.3f}")
+            label = r["model"] + (" [SIMULATED]" if r["simulated"] else "")
+            extra = "/".join(
+                x
+                for x in (
+                    r["variant"],
+                    r["condition"] if r["condition"] != "base" else "",
+                    r["control"],
+                )
+                if x
+            )
+            table.add_row(
+                label + (f" ({extra})" if extra else ""),
+                _ci(r["accuracy"]),
+                *vals,
+                f"{r['coverage']:.2f}",
+                f"{r['format_rate']:.2f}",
+                f"{r['cost_usd']:.4f}",
+            )
+        console.print(table)
+
+    emit(rows, as_json, render)
+
+
+@app.command("compare-gold")
+def compare_gold_cmd(
+    ctx: typer.Context,
+    run: Annotated[str, typer.Argument(help="Run id.")],
+    resamples: ResamplesOpt = None,
+    project: ProjectOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Every model's score on blind vs anchored vs VLM-sourced gold, inflation in pp with CIs."""
+    from truthline.benchmark import compare_gold
+
+    ws = workspace(ctx)
+    proj = ws.registered(project)
+    data = compare_gold(ws.store, proj, run, resamples=resamples)
+
+    def pp(d: dict | None) -> str:
+        if not d:
+            return "—"
+        ci = f" [{d['low']:+.1f}, {d['high']:+.1f}]" if d.get("low") is not None else ""
+        return f"{d['point']:+.1f}{ci}"
+
+    def render() -> None:
+        table = Table(
+            "model",
+            "blind",
+            "anchored",
+            "vlm-sourced",
+            "inflation (pp)",
+            "vlm-sourced - blind (pp)",
+            title=f"run {run}: scores by gold provenance",
+        )
+        for m in data["models"]:
+            table.add_row(
+                m["model"],
+                _ci(m.get("blind")),
+                _ci(m.get("anchored")),
+                _ci(m.get("vlm-sourced")),
+                pp(m.get("inflation_anchored_pp")),
+                pp(m.get("inflation_vlm-sourced_pp")),
+            )
+        console.print(table)
+        if data["mean_inflation_pp"] is not None:
+            console.print(
+                f"higher on anchored gold: {data['higher_on_anchored']}; "
+                f"mean inflation {data['mean_inflation_pp']:+.1f} pp"
+            )
+
+    emit(data, as_json, render)
+
+
+@app.command("paired")
+def paired_cmd(
+    ctx: typer.Context,
+    run: Annotated[str, typer.Argument(help="Run id.")],
+    resamples: ResamplesOpt = None,
+    project: ProjectOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Paired accuracy differences between the run's models (distinguishable: CI excludes 0)."""
+    from truthline.benchmark import paired_matrix
+
+    ws = workspace(ctx)
+    proj = ws.registered(project)
+    data = paired_matrix(ws.store, proj, run, resamples=resamples)
+
+    def render() -> None:
+        table = Table("a", "b", "n", "a - b [95% CI]", "distinguishable")
+        for c in data["pairs"]:
+            table.add_row(
+                c["a"],
+                c["b"],
+                str(c["n"]),
+                _ci(c["difference"]),
+                "yes" if c["distinguishable"] else "no",
+            )
+        console.print(table)
+
+    emit(data, as_json, render)
+
+
+@app.command("conditions")
+def conditions_cmd(
+    ctx: typer.Context,
+    run: Annotated[str, typer.Argument(help="Run id holding base and gt conditions.")],
+    model: Annotated[str, typer.Option("--model", "-m", help="Model alias.")],
+    resamples: ResamplesOpt = None,
+    project: ProjectOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Base vs +GT: net change with cluster CI and the repairs/harms transition table."""
+    from truthline.benchmark import condition_change
+
+    ws = workspace(ctx)
+    proj = ws.registered(project)
+    data = condition_change(ws.store, proj, run, model, resamples=resamples)
+
+    def render() -> None:
+        console.print(f"{model}: net change {_ci(data['net_change'])}")
+        console.print(
+            f"repairs {data['repairs']}, harms {data['harms']}, kept right "
+            f"{data['kept_right']}, kept wrong {data['kept_wrong']} (n {data['n']})"
+        )
+
+    emit(data, as_json, render)
+
+
+@app.command("report")
+def report_cmd(
+    ctx: typer.Context,
+    run: Annotated[list[str], typer.Argument(help="Run id(s).")],
+    out: Annotated[
+        Path | None, typer.Option("--out", help="report.md or report.html (plots beside it).")
+    ] = None,
+    resamples: ResamplesOpt = None,
+    project: ProjectOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Leaderboard, per-condition table, per-class heatmap, safety regime, calibration,
+    paired differences and provenance slices, as Markdown/HTML with PNG plots and CSV tables."""
+    from truthline.benchmark._report import write_report
+
+    ws = workspace(ctx)
+    proj = ws.registered(project)
+    target = out or ws.reports_dir / f"benchmark-{run[0]}.md"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    data = write_report(ws.store, proj, run, target, resamples=resamples)
+    emit(
+        data,
+        as_json,
+        lambda: console.print(
+            f"[green]wrote[/] {data['report']} (plots and CSV in {data['files']})"
+        ),
+    )
+
+
+@app.command("export")
+def export_cmd(
+    ctx: typer.Context,
+    out: Annotated[Path, typer.Option("--out", help="Release folder to create.")],
+    fmt: Annotated[str, typer.Option("--format", help="parquet, jsonl or hf.")] = "parquet",
+    gold: Annotated[str, typer.Option("--gold", help="Gold slice to release.")] = "all",
+    snapshot: Annotated[str | None, typer.Option("--snapshot")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace a non-empty folder.")] = False,
+    project: ProjectOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write a release: public inputs apart from private targets, checksums, datasheet."""
+    from truthline.benchmark._export import export_release
+
+    ws = workspace(ctx)
+    proj = ws.registered(project)
+    rel = export_release(ws.store, proj, out, fmt=fmt, snapshot=snapshot, slice_=gold, force=force)
+    emit(
+        rel,
+        as_json,
+        lambda: console.print(
+            f"[green]exported[/] {proj.name} gold {rel['gold_snapshot'][:12]} to {out} "
+            f"({fmt}); fill the licence in {out / 'DATASHEET.md'}"
+        ),
+    )
+
+
+@app.command("verify")
+def verify_cmd(
+    path: Annotated[Path, typer.Argument(help="A release folder.")], as_json: JsonOpt = False
+) -> None:
+    """Check a release's files against its SHA256SUMS (exit 1 on any mismatch)."""
+    from truthline.benchmark._export import verify_release
+    from truthline.errors import TruthlineError
+
+    bad = verify_release(path)
+    emit(
+        {"release": str(path), "mismatches": bad},
+        as_json,
+        lambda: console.print("[green]ok[/]" if not bad else f"[red]{len(bad)} mismatches[/]"),
+    )
+    if bad:
+        raise TruthlineError(f"{path}: checksum mismatch in {', '.join(bad[:5])}")
+
+
+@app.command("metrics")
+def metrics_cmd(as_json: JsonOpt = False) -> None:
+    """Registered metric names (usable in [benchmark] metrics) and rule baselines."""
+    from truthline.benchmark import registered_metrics
+    from truthline.benchmark._baselines import registered_rules
+
+    data = {"metrics": registered_metrics(), "rules": [f"rule:{r}" for r in registered_rules()]}
+    emit(
+        data,
+        as_json,
+        lambda: console.print(
+            "metrics: " + ", ".join(data["metrics"]) + "\nrules: " + ", ".join(data["rules"])
+        ),
+    )
