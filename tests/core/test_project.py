@@ -184,3 +184,14 @@ def test_invalid_toml_syntax_names_file(tmp_path: Path):
     (tmp_path / "project.toml").write_text('name = "x"\nmedia = [\n')
     with pytest.raises(ProjectError, match=r"project.toml: invalid TOML"):
         load_project(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "name", ["steel-safety", "proof-of-work", "physics-diagrams", "night-presence"]
+)
+def test_every_bundled_template_validates(name):
+    from truthline.workspace import list_templates
+
+    assert name in list_templates()
+    project = load_project(templates_dir() / name)
+    assert project.name == name and project.field_types

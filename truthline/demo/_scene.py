@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 VISIBILITY = ["clear", "dust", "glare", "low_light", "steam"]
-SITES = {"BF": ["BF-1", "BF-2"], "CRM": ["CRM-1"]}
+SITES = {"BF": ["BF-1", "BF-2"], "CRM": ["CRM-1", "CRM-2"]}
 ACTIONS = {
     "walk": "A1",
     "stand": "F1",
