@@ -71,13 +71,13 @@ def write_videos(
         writer = cv2.VideoWriter(str(out / video), cv2.VideoWriter_fourcc(*"mp4v"), fps, size)
         t = gap_s / 2
         blank = np.full((size[1], size[0], 3), (70, 72, 75), np.uint8)
-        for _ in range(int(round(gap_s / 2 * fps))):
+        for _ in range(round(gap_s / 2 * fps)):
             writer.write(blank)
         for si in range(scenes_per_camera):
             spec = specs[ci * scenes_per_camera + si]
             spec.site, spec.camera, spec.video = site, cam, video.removesuffix(".mp4")
             dur = float(rng.uniform(*scene_s))
-            n = int(round(dur * fps))
+            n = round(dur * fps)
             for k in range(n):
                 writer.write(draw_frame(spec, k / max(1, n - 1), size, rng))
             start, end = t, t + n / fps
@@ -89,7 +89,7 @@ def write_videos(
             detections.setdefault(video, []).append(
                 [round(start, 3), round(end - 1 / fps, 3), conf]
             )
-            for _ in range(int(round(gap_s * fps))):
+            for _ in range(round(gap_s * fps)):
                 writer.write(blank)
             t = end + gap_s
         writer.release()
