@@ -4,6 +4,7 @@ async runner with its cache in the ``responses`` table, and the declared price t
 Prefill and benchmark both call ``run_requests``; nothing else talks to a model.
 """
 
+from truthline.models._check import check_model
 from truthline.models._images import data_url, encode_image, image_hash
 from truthline.models._prices import PRICES, Price, price_for, register_price
 from truthline.models._prompt import default_settings, item_requests, render_prompt
@@ -55,6 +56,7 @@ __all__ = [
     "arun_requests",
     "backend",
     "cached_results",
+    "check_model",
     "classify",
     "data_url",
     "default_settings",

@@ -54,10 +54,11 @@ class RetryPolicy:
     retries: int = 4
     base: float = 0.5
     cap: float = 30.0
+    max_retry_after: float = 300.0
 
     def delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
-            return max(0.0, min(retry_after, self.cap * 4))
+            return max(0.0, min(retry_after, self.max_retry_after))
         return random.uniform(0, min(self.cap, self.base * 2 ** (attempt - 1)))
 
 

@@ -2,18 +2,256 @@
 
 from __future__ import annotations
 
-import typer
+from pathlib import Path
+from typing import Annotated
 
-from truthline._cli_common import planned
+import typer
+from rich.table import Table
+
+from truthline._cli_common import JsonOpt, ProjectOpt, console, emit, err_console, workspace
 
 app = typer.Typer(
-    help="Pre-annotate items with a VLM or detector; mine videos into clips and frames."
+    help="Pre-annotate items with a VLM or detector; mine videos into clips and frames.",
+    no_args_is_help=True,
 )
-planned(
-    app,
-    "prefill: runs a model (openai:, hf:, yolo:, simulated:) over the project's items and stores "
-    "every answer with its cost; `prefill mine` turns videos into 8-frame clips.",
-)
+models_app = typer.Typer(help="Check model specs and endpoints.", no_args_is_help=True)
 
-models_app = typer.Typer(help="Check model specs and endpoints.")
-planned(models_app, "models: `models check SPEC` sends one test request to a model spec.")
+ModelOpt = Annotated[
+    str,
+    typer.Option(
+        "--model",
+        "-m",
+        help="Model spec KIND:NAME[@URL][;opt=val]: openai:gpt-4o-mini, "
+        "openai:NAME@http://127.0.0.1:8000/v1, hf:/path, yolo:yolo11n.yaml, simulated:steel-v1.",
+    ),
+]
+
+
+@app.command("run")
+def run_cmd(
+    ctx: typer.Context,
+    model: ModelOpt,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", "-c", min=1, help="Parallel requests.")
+    ] = 8,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="Only the first N items (by id).")
+    ] = None,
+    max_cost: Annotated[
+        float | None,
+        typer.Option("--max-cost", min=0, help="Stop starting requests once this run spent USD."),
+    ] = None,
+    retry_missing: Annotated[
+        bool,
+        typer.Option(
+            "--retry-missing", help="Re-send requests whose stored outcome is infra_missing."
+        ),
+    ] = False,
+    variant: Annotated[
+        str | None,
+        typer.Option("--variant", help="Prompt variant name (prompts.variants) or template path."),
+    ] = None,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--max-tokens", help="Output cap (default: the project's benchmark.output_cap)."
+        ),
+    ] = None,
+    project: ProjectOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Ask a model about every item; each answer is stored as it arrives (reruns skip them)."""
+    from truthline.prefill import prefill
+
+    ws = workspace(ctx)
+    proj = ws.registered(project)
+    rep = prefill(
+        ws.store,
+        proj,
+        model,
+        limit=limit,
+        concurrency=concurrency,
+        max_cost=max_cost,
+        retry_missing=retry_missing,
+        progress=not as_json,
+        variant=variant,
+        settings={"max_tokens": max_tokens},
+    )
+    data = {"project": proj.name, **rep.as_dict()}
+
+    def render() -> None:
+        sim = " [yellow](SIMULATED model)[/]" if rep.simulated else ""
+        console.print(
+            f"[bold]{rep.model}[/]{sim}: {rep.items} items, {data['cached']} already answered"
+        )
+        for status, n in sorted(data["by_status"].items()):
+            console.print(f"  {status}: {n}")
+        for reason, n in sorted(data["by_reason"].items()):
+            console.print(f"    {reason}: {n}")
+        console.print(
+            f"  cost this run: ${data['cost_usd']:.4f}; "
+            f"predictions written: {rep.predictions_written}"
+        )
+        if rep.stopped == "budget":
+            console.print(
+                f"[yellow]stopped at the --max-cost budget (${max_cost})[/]; rerun to continue"
+            )
+
+    emit(data, as_json, render)
+    if rep.stopped == "interrupted":
+        err_console.print("interrupted: finished answers are stored; rerun to continue")
+        raise typer.Exit(130)
+
+
+@app.command("status")
+def status_cmd(ctx: typer.Context, project: ProjectOpt = None, as_json: JsonOpt = False) -> None:
+    """Prefill answers per model: counts by outcome and reason, tokens, cost."""
+    from truthline.prefill import prefill_status
+
+    ws = workspace(ctx)
+    proj = ws.registered(project)
+    data = prefill_status(ws.store, proj.name)
+
+    def render() -> None:
+        table = Table(
+            "model",
+            "parsed",
+            "model failure",
+            "infra missing",
+            "no answer",
+            "predictions",
+            "cost (USD)",
+            title=f"{proj.name}: {data['items']} items",
+        )
+        for alias, m in data["models"].items():
+            bs = m["by_status"]
+            name = alias + (" (SIMULATED)" if m["simulated"] else "")
+            table.add_row(
+                name,
+                str(bs.get("parsed", 0)),
+                str(bs.get("model_failure", 0)),
+                str(bs.get("infra_missing", 0)),
+                str(m["items_without_answer"]),
+                str(m["predictions"]),
+                f"{m['cost_usd']:.4f}",
+            )
+        console.print(table)
+        for alias, m in data["models"].items():
+            for reason, n in sorted(m["by_reason"].items()):
+                console.print(f"  {alias} {reason}: {n}")
+        if not data["models"]:
+            console.print("no prefill answers yet; run `truthline prefill run --model SPEC`")
+
+    emit(data, as_json, render)
+
+
+@app.command("mine")
+def mine_cmd(
+    ctx: typer.Context,
+    videos: Annotated[Path, typer.Argument(help="A video file or a folder of videos.")],
+    detector: Annotated[
+        str,
+        typer.Option(
+            "--detector", "-d", help="Detector spec: yolo:yolo11n.pt, scripted:detections.json."
+        ),
+    ] = "yolo:yolo11n.pt",
+    metadata: Annotated[
+        Path | None,
+        typer.Option(
+            "--metadata",
+            help="CSV with a 'video' column (file name or stem) and camera, start "
+            "(seconds or ISO time) and strata columns.",
+        ),
+    ] = None,
+    min_conf: Annotated[float, typer.Option("--min-conf", help="Person confidence.")] = 0.25,
+    min_frames: Annotated[
+        int,
+        typer.Option("--min-frames", min=1, help="Consecutive sampled frames that open a clip."),
+    ] = 5,
+    fps: Annotated[float, typer.Option("--fps", help="Detection sampling rate.")] = 1.0,
+    window: Annotated[float, typer.Option("--window", help="Dedup window, seconds.")] = 60.0,
+    keep: Annotated[int, typer.Option("--keep", min=1, help="Clips kept per window.")] = 4,
+    sample: Annotated[
+        int | None, typer.Option("--sample", help="Stratified sample of N clips after dedup.")
+    ] = None,
+    strata: Annotated[
+        str, typer.Option("--strata", help="Comma-separated metadata columns to stratify on.")
+    ] = "",
+    class_column: Annotated[
+        str | None, typer.Option("--class-column", help="Column whose classes get a minimum count.")
+    ] = None,
+    min_per_class: Annotated[int, typer.Option("--min-per-class")] = 15,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    project: ProjectOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Mine videos into 8-frame clip items: person detection, dedup, stratified sampling."""
+    from truthline.prefill._mine import MineConfig, mine_videos
+
+    ws = workspace(ctx)
+    proj = ws.registered(project)
+    cfg = MineConfig(
+        min_conf=min_conf,
+        min_frames=min_frames,
+        sample_fps=fps,
+        window_s=window,
+        keep_per_window=keep,
+        sample=sample,
+        strata=[s.strip() for s in strata.split(",") if s.strip()],
+        class_column=class_column,
+        min_per_class=min_per_class,
+        seed=seed,
+    )
+    rep = mine_videos(
+        ws, proj, videos, detector=detector, metadata=metadata, config=cfg, progress=not as_json
+    )
+    data = {"project": proj.name, **rep.as_dict()}
+
+    def render() -> None:
+        console.print(
+            f"{rep.videos} videos, {rep.candidates} candidate clips, "
+            f"{rep.after_dedup} after dedup, [green]{rep.items_added} items added[/] "
+            f"({rep.items_existing} already there)"
+        )
+        for path, reason in rep.skipped:
+            console.print(f"  [yellow]skipped[/] {path}: {reason}")
+
+    emit(data, as_json, render)
+
+
+@models_app.command("check")
+def check_cmd(
+    spec: Annotated[str, typer.Argument(help="Model spec, e.g. openai:gpt-4o-mini.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Send one test request; a down endpoint or a missing key is a clear error (exit 1)."""
+    from truthline.models import check_model
+
+    data = check_model(spec)
+
+    def render() -> None:
+        sim = " (SIMULATED)" if data["simulated"] else ""
+        ok = "[green]ok[/]" if data["status"] == "parsed" else f"[yellow]{data['status']}[/]"
+        console.print(
+            f"{ok} {data['endpoint']}{sim}: answered in {data['latency_s']} s"
+            + (f" ({data['reason']})" if data["reason"] else "")
+        )
+
+    emit(data, as_json, render)
+
+
+@models_app.command("list")
+def list_cmd(as_json: JsonOpt = False) -> None:
+    """Registered backends (spec kinds) and simulated profiles."""
+    from truthline.models import registered_backends
+    from truthline.simulate import registered_profiles
+
+    data = {"backends": registered_backends(), "simulated_profiles": registered_profiles()}
+    emit(
+        data,
+        as_json,
+        lambda: console.print(
+            f"backends: {', '.join(data['backends'])}\n"
+            f"simulated profiles: {', '.join(data['simulated_profiles'])}"
+        ),
+    )
