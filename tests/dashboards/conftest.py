@@ -203,3 +203,23 @@ def texts() -> Callable[[object], str]:
 
 
 os.environ.setdefault("MPLCONFIGDIR", str(Path(os.environ.get("TMPDIR", "/tmp")) / "mpl-dash"))
+
+
+@pytest.fixture(scope="session")
+def sim_ws(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
+    """A SIMULATED loop (prefill, blind/anchored/expert annotations) with a planted
+    rubber-stamp annotator ``sim-rubber`` who keeps almost every prefill."""
+    from tests.dashboards.simloop import build_loop
+
+    return build_loop(tmp_path_factory.mktemp("sim") / "ws", n_items=60, seed=1)
+
+
+@pytest.fixture(scope="session")
+def empty_ws(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
+    """Three imported SIMULATED clips and nothing else (a fresh project)."""
+    ws = Workspace.from_env(tmp_path_factory.mktemp("empty") / "ws")
+    project = ws.init_project("steel-safety")
+    media = ws.media_dir / project.name
+    csv_path = write_dataset(media, n_clips=3, seed=5)
+    import_items(ws.store, project, media, metadata=csv_path, progress=False)
+    return ws

@@ -11,11 +11,12 @@ pytestmark = pytest.mark.browser
 # (url path, heading, minimum plotly charts drawn, text that must be on the page)
 PAGES = [
     ("", "Overview: Steel plant CCTV safety (SteelBench template)", 2, "Items through the loop"),
+    ("audit", "Provenance audit", 8, "Flagged (two or more signals): sim-rubber"),
 ]
 
 
-def test_every_page_renders_in_chromium(loop_ws, tmp_path):
-    with dashboard_server(loop_ws.root) as url, browser(tmp_path / "profile") as page:
+def test_every_page_renders_in_chromium(sim_ws, tmp_path):
+    with dashboard_server(sim_ws.root) as url, browser(tmp_path / "profile") as page:
         for path, heading, charts, must_show in PAGES:
             open_page(page, f"{url}/{path}", heading, charts=charts)
             assert page.locator('[data-testid="stException"]').count() == 0, path

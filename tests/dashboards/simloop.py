@@ -1,0 +1,169 @@
+"""A SIMULATED annotation loop in a store, for dashboard tests and ``bench/dashboard_load.py``.
+
+Items carry the demo's known truth; the prefill is the ``steel-v1`` simulated VLM; blind and
+anchored annotators are simulated (``sim-rubber`` keeps almost every prefill: the planted
+anchoring annotator); a simulated expert reviews a share of items. No media files are
+written: the dashboards never read media.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import insert
+
+from truthline.demo._scene import make_specs, truth_of
+from truthline.simulate import seeded_rng, simulated_answer
+from truthline.store import json_hash, now, tables
+from truthline.workspace import Workspace
+
+BLIND = ["sim-ann-a", "sim-ann-b", "sim-ann-c"]
+ANCHORED = ["sim-ann-d", "sim-ann-e", "sim-rubber"]
+KEEP = {"sim-ann-d": 0.55, "sim-ann-e": 0.6, "sim-rubber": 0.97}
+PREFILL = "simulated-steel-v1"
+
+
+def _norm(project, values: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for name, ft in project.field_types.items():
+        if name in values:
+            try:
+                out[name] = ft.normalize(values[name])
+            except Exception:
+                out[name] = None
+    return out
+
+
+def build_loop(
+    root: Path, n_items: int = 60, seed: int = 0, review_share: float = 0.5
+) -> Workspace:
+    """A workspace whose store holds items, prefill, blind/anchored/expert annotations."""
+    ws = Workspace.from_env(root)
+    project = ws.init_project("steel-safety")
+    name = project.name
+    ts = now()
+    specs = make_specs(n_items, seed)
+    with ws.store.begin() as conn:
+        item_rows = [
+            dict(
+                project=name,
+                key=s.key,
+                media_kind="frames",
+                media=[f"{s.key}/frame_{k}.jpg" for k in range(8)],
+                media_root=str(ws.media_dir / name),
+                content_hash=json_hash(s.key),
+                meta={
+                    "site": s.site,
+                    "camera": s.camera,
+                    "visibility": s.visibility,
+                    "scene_type": s.scene_type,
+                },
+                parent=s.video,
+                sim_truth=truth_of(s),
+                created_at=ts,
+                updated_at=ts,
+            )
+            for s in specs
+        ]
+        conn.execute(insert(tables.items), item_rows)
+    ids = ws.store.item_ids_by_key(name)
+    resp, preds, anns, assign = [], [], [], []
+    for k, s in enumerate(specs):
+        item, truth = ids[s.key], truth_of(s)
+        arm = "blind" if k % 2 == 0 else "anchored"
+        assign.append(
+            dict(project=name, item_id=item, arm=arm, seed=seed, weight=1.0, created_at=ts)
+        )
+        v = _norm(project, simulated_answer("steel-v1", truth, project, s.key))
+        resp.append(
+            dict(
+                cache_key=json_hash(["prefill", s.key]),
+                project=name,
+                item_id=item,
+                purpose="prefill",
+                model_spec="simulated:steel-v1",
+                model_alias=PREFILL,
+                simulated=True,
+                status="parsed",
+                parsed=v,
+                tokens_in=900,
+                tokens_out=120,
+                cost_usd=0.0021,
+                created_at=ts,
+                updated_at=ts,
+            )
+        )
+        preds.append((item, v))
+        who = BLIND if arm == "blind" else ANCHORED
+        pair = [who[k % 3], who[(k + 1) % 3]]
+        for a in pair:
+            own = _norm(project, simulated_answer("steel-strong", truth, project, f"{a}:{s.key}"))
+            rng = seeded_rng(a, s.key)
+            if arm == "anchored":
+                vals = {f: (v[f] if rng.random() < KEEP[a] else own.get(f)) for f in v}
+                lead = 380.0 + (0 if vals == v else 140.0) + 40 * rng.random()
+            else:
+                vals, lead = own, 500.0 + 60 * rng.random()
+            anns.append((item, a, arm, 1, vals, lead))
+        if seeded_rng("review", s.key).random() < review_share:
+            anns.append((item, "sim-expert", "review", 2, _norm(project, truth), 600.0))
+    with ws.store.begin() as conn:
+        conn.execute(insert(tables.arm_assignments), assign)
+        r_ids = [
+            conn.execute(insert(tables.responses).values(**r)).inserted_primary_key[0] for r in resp
+        ]
+        p_ids = {}
+        for (item, v), rid in zip(preds, r_ids, strict=True):
+            p_ids[item] = conn.execute(
+                insert(tables.predictions).values(
+                    project=name,
+                    item_id=item,
+                    model_version=PREFILL,
+                    response_id=rid,
+                    values=v,
+                    status="parsed",
+                    simulated=True,
+                    created_at=ts,
+                )
+            ).inserted_primary_key[0]
+        rows = []
+        for item, a, arm, tier, vals, lead in anns:
+            for f, val in vals.items():
+                rows.append(
+                    dict(
+                        project=name,
+                        item_id=item,
+                        field_path=f,
+                        annotator=a,
+                        arm=arm,
+                        tier=tier,
+                        value=val,
+                        lead_time=lead,
+                        source="simulated",
+                        source_id=f"sim:{arm}:{a}:{item}",
+                        shown_prediction_id=p_ids[item] if arm in ("anchored", "review") else None,
+                        model_version=PREFILL if arm == "anchored" else None,
+                        stored_at=ts,
+                    )
+                )
+                if arm != "review":
+                    pass
+        conn.execute(insert(tables.annotations), rows)
+        conn.execute(
+            insert(tables.exposures),
+            [
+                dict(
+                    project=name,
+                    item_id=item,
+                    annotator=a,
+                    arm=arm,
+                    prediction_id=p_ids[item] if arm == "anchored" else None,
+                    model_version=PREFILL if arm == "anchored" else None,
+                    created_at=ts,
+                )
+                for item, a, arm, tier, _v, _l in anns
+                if tier == 1
+            ],
+        )
+    return ws
