@@ -2,12 +2,26 @@
 
 Public API: ``run_audit`` -> ``AuditResult`` (``.as_dict()`` for the CLI and dashboards),
 ``finalize`` (gold snapshot with provenance), ``exclude_annotator``, ``import_table``,
-``review_queue``, ``self_reference``, ``plan_sample_size`` and the report renderers.
+``review_queue``, ``self_reference``, ``plan_sample_size`` and the report renderers
+``to_markdown`` / ``to_html``.
 """
 
 from truthline.audit._audit import AuditResult, run_audit
 from truthline.audit._data import AuditData, flatten, load
 from truthline.audit._gold import PROVENANCES, SLICES, GoldPolicy, GoldResult, in_slice, load_gold
+from truthline.audit._import import ImportReport, ImportTableError, import_table
+from truthline.audit._ops import (
+    Plan,
+    QueueItem,
+    exclude_annotator,
+    exclusions,
+    finalize,
+    plan_sample_size,
+    queue_rows,
+    review_queue,
+    self_reference,
+)
+from truthline.audit._report import to_html, to_markdown
 
 __all__ = [
     "PROVENANCES",
@@ -16,9 +30,23 @@ __all__ = [
     "AuditResult",
     "GoldPolicy",
     "GoldResult",
+    "ImportReport",
+    "ImportTableError",
+    "Plan",
+    "QueueItem",
+    "exclude_annotator",
+    "exclusions",
+    "finalize",
     "flatten",
+    "import_table",
     "in_slice",
     "load",
     "load_gold",
+    "plan_sample_size",
+    "queue_rows",
+    "review_queue",
     "run_audit",
+    "self_reference",
+    "to_html",
+    "to_markdown",
 ]

@@ -114,15 +114,23 @@ def build_scenario(
     n_items: int = 1345,
     seed: int = 0,
     team: tuple[TeamMember, ...] = DEFAULT_TEAM,
-    expert_items: int = 363,
-    blind_pairs: int = 102,
-    anchored_pairs: int = 289,
+    expert_items: int | None = None,
+    blind_pairs: int | None = None,
+    anchored_pairs: int | None = None,
     prefill_profile: str = "steel-v1",
     rerun_agreement: float = 0.7,
     difficulty: dict[str, float] | None = None,
     expert_name: str = "expert_1",
 ) -> Scenario:
-    """Write the SIMULATED scenario into ``store`` (the project must be empty of items)."""
+    """Write the SIMULATED scenario into ``store`` (the project must be empty of items).
+
+    Sizes default to SteelBench's proportions: 363 expert reviews, 102 blind
+    double-annotated and 289 anchored double-annotated clips per 1,345.
+    """
+    scale = n_items / 1345
+    expert_items = round(363 * scale) if expert_items is None else expert_items
+    blind_pairs = round(102 * scale) if blind_pairs is None else blind_pairs
+    anchored_pairs = round(289 * scale) if anchored_pairs is None else anchored_pairs
     t = tables
     rng = random.Random(seed)
     diff = dict(DIFFICULTY if difficulty is None else difficulty)

@@ -1,0 +1,373 @@
+"""Labels made outside Label Studio (Prodigy, CVAT, spreadsheets) as one long table.
+
+Columns: ``item, field, annotator, value`` (required) and ``arm, tier, shown_prediction,
+model_version, lead_time, expert, flagged`` (optional). ``field`` is a top-level field
+(``worker_count``, or ``workers`` with a JSON list) or an entity decision path
+(``workers[P1].action``, keyed entity lists). Values are JSON or plain text and are
+normalized by the field type. Every problem is reported with its line and column, and
+nothing is written unless the whole table is valid. Re-importing replaces, never duplicates.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from truthline.errors import FieldValueError, TruthlineError
+from truthline.fields import EntityList
+from truthline.project import Project
+from truthline.store import Store, json_hash, now, tables
+
+REQUIRED = ("item", "field", "annotator", "value")
+OPTIONAL = ("arm", "tier", "shown_prediction", "model_version", "lead_time", "expert", "flagged")
+ARMS = ("blind", "anchored", "review", "adjudication", "import")
+_PATH = re.compile(r"^(?P<list>[A-Za-z_][\w]*)\[(?P<id>[^\]]+)\]\.(?P<sub>[A-Za-z_][\w]*)$")
+
+
+class ImportTableError(TruthlineError):
+    """Every problem of an import table, each with its line and column."""
+
+    def __init__(self, file: str, problems: list[tuple[int, str, str]]):
+        self.problems = problems
+        shown = [f"{file}:{line}: column {col!r}: {msg}" for line, col, msg in problems[:50]]
+        more = f"\n... and {len(problems) - 50} more" if len(problems) > 50 else ""
+        super().__init__("\n".join(shown) + more)
+
+
+@dataclass
+class ImportReport:
+    rows: int = 0
+    annotations: int = 0
+    predictions: int = 0
+    expert_reviews: int = 0
+    items_created: int = 0
+    replaced: int = 0
+    annotators: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.__dict__.copy()
+
+
+def _read(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+    if not path.is_file():
+        raise TruthlineError(f"{path}: no such file")
+    if path.suffix.lower() in (".parquet", ".pq"):
+        import pandas as pd
+
+        df = pd.read_parquet(path)
+        cols = [str(c) for c in df.columns]
+        rows = []
+        for k, rec in enumerate(df.to_dict(orient="records")):
+            rows.append((k + 2, {c: _cell(v) for c, v in rec.items()}))
+        return cols, rows
+    with path.open(newline="", encoding="utf-8-sig") as fh:
+        reader = csv.DictReader(fh)
+        cols = list(reader.fieldnames or [])
+        return cols, [(reader.line_num, dict(r)) for r in reader]
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float) and v != v:
+        return ""
+    if isinstance(v, list | dict):
+        return json.dumps(v)
+    if hasattr(v, "tolist"):
+        return json.dumps(v.tolist())
+    return str(v)
+
+
+def _parse(text: str) -> Any:
+    text = text.strip()
+    if text == "":
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def import_table(
+    store: Store, project: Project, path: Path, *, create_items: bool = True
+) -> ImportReport:
+    """Load a long label table into the store (all-or-nothing)."""
+    cols, rows = _read(path)
+    problems: list[tuple[int, str, str]] = []
+    missing = [c for c in REQUIRED if c not in cols]
+    if missing:
+        raise ImportTableError(str(path), [(1, c, "required column is missing") for c in missing])
+    # (item, annotator, arm, tier) -> {"values": {field: value}, "entities": ..., meta}
+    anns: dict[tuple[str, str, str, int], dict[str, Any]] = {}
+    preds: dict[tuple[str, str], dict[str, Any]] = defaultdict(dict)
+    experts: dict[str, dict[str, Any]] = defaultdict(dict)
+
+    def put(target: dict[Any, Any], line: int, col: str, fld: str, raw: str) -> None:
+        try:
+            m = _PATH.match(fld)
+            if m:
+                lst = project.field_types.get(m["list"])
+                if not isinstance(lst, EntityList):
+                    raise KeyError(f"{m['list']!r} is not an entity list of the project")
+                if not lst.spec.key:
+                    raise KeyError(
+                        f"entity list {m['list']!r} has no key; give the whole list as JSON "
+                        f"in field {m['list']!r}"
+                    )
+                ft = project.field(fld)
+                val = ft.normalize(_parse(raw))
+                ents = target.setdefault(("entities", m["list"]), {})
+                ent = ents.setdefault(m["id"], {lst.spec.key: m["id"]})
+                ent[m["sub"]] = val
+            else:
+                ft = project.field(fld)
+                if "." in fld:
+                    raise KeyError(f"use a decision path such as workers[P1].action, not {fld!r}")
+                target[fld] = ft.normalize(_parse(raw))
+        except KeyError as exc:
+            known = ", ".join(project.field_types)
+            problems.append((line, "field", f"{exc.args[0]} (top-level fields: {known})"))
+        except FieldValueError as exc:
+            problems.append((line, col, str(exc)))
+
+    for line, r in rows:
+        item = (r.get("item") or "").strip()
+        who = (r.get("annotator") or "").strip()
+        fld = (r.get("field") or "").strip()
+        if not item:
+            problems.append((line, "item", "empty item key"))
+        if not who:
+            problems.append((line, "annotator", "empty annotator"))
+        if not fld:
+            problems.append((line, "field", "empty field"))
+            continue
+        arm = (r.get("arm") or "").strip() or (
+            "anchored" if (r.get("shown_prediction") or "").strip() else "blind"
+        )
+        if arm not in ARMS:
+            problems.append((line, "arm", f"{arm!r} is not one of {', '.join(ARMS)}"))
+        tier_text = (r.get("tier") or "").strip() or ("2" if arm == "review" else "1")
+        if tier_text not in ("1", "2"):
+            problems.append(
+                (line, "tier", f"tier must be 1 (annotator) or 2 (expert), got {tier_text!r}")
+            )
+            tier_text = "1"
+        lead_text = (r.get("lead_time") or "").strip()
+        lead = None
+        if lead_text:
+            try:
+                lead = float(lead_text)
+                if lead < 0:
+                    raise ValueError
+            except ValueError:
+                problems.append((line, "lead_time", f"expected seconds >= 0, got {lead_text!r}"))
+        key = (item, who, arm, int(tier_text))
+        a = anns.setdefault(key, {"lead": None, "flagged": False, "skipped": set(), "values": {}})
+        a["lead"] = a["lead"] if lead is None else lead
+        flag_text = (r.get("flagged") or "").strip().casefold()
+        if flag_text in ("1", "true", "yes", "y"):
+            a["flagged"] = True
+        elif flag_text not in ("", "0", "false", "no", "n"):
+            problems.append((line, "flagged", f"expected true/false, got {flag_text!r}"))
+        value = r.get("value") or ""
+        if value.strip() == "":
+            a["skipped"].add(fld.split("[")[0])
+        else:
+            put(a["values"], line, "value", fld, value)
+        shown = (r.get("shown_prediction") or "").strip()
+        if shown:
+            ver = (r.get("model_version") or "").strip() or "import"
+            put(preds[(item, ver)], line, "shown_prediction", fld, shown)
+            a["version"] = ver
+        exp = (r.get("expert") or "").strip()
+        if exp:
+            put(experts[item], line, "expert", fld, exp)
+    if problems:
+        raise ImportTableError(str(path), sorted(problems))
+    return _write(store, project, path, anns, preds, experts, create_items, len(rows))
+
+
+def _assemble(target: dict[Any, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in target.items() if isinstance(k, str)}
+    for k, ents in target.items():
+        if isinstance(k, tuple) and k[0] == "entities":
+            out[k[1]] = list(ents.values())
+    return out
+
+
+def _write(
+    store: Store,
+    project: Project,
+    path: Path,
+    anns: dict,
+    preds: dict,
+    experts: dict,
+    create_items: bool,
+    n_rows: int,
+) -> ImportReport:
+    t = tables
+    rep = ImportReport(rows=n_rows)
+    ts = now()
+    src = path.stem
+    store.upsert_project(project)
+    keys = {k[0] for k in anns} | {k[0] for k in preds} | set(experts)
+    ids = store.item_ids_by_key(project.name)
+    missing = sorted(keys - set(ids))
+    if missing and not create_items:
+        raise TruthlineError(
+            f"{path}: {len(missing)} item(s) not in project {project.name!r} "
+            f"(first: {missing[0]!r}); import the items first or allow creating them"
+        )
+    with store.begin() as conn:
+        if missing:
+            conn.execute(
+                t.items.insert(),
+                [
+                    dict(
+                        project=project.name,
+                        key=k,
+                        media_kind="external",
+                        media=[],
+                        media_root="",
+                        content_hash=json_hash(["external", project.name, k]),
+                        meta={"source": f"import:{src}"},
+                        created_at=ts,
+                        updated_at=ts,
+                    )
+                    for k in missing
+                ],
+            )
+            rep.items_created = len(missing)
+    ids = store.item_ids_by_key(project.name)
+    pred_ids: dict[tuple[str, str], int] = {}
+    with store.begin() as conn:
+        for (item, ver), target in preds.items():
+            values = _assemble(target)
+            row = conn.execute(
+                select(t.predictions.c.id, t.predictions.c["values"]).where(
+                    t.predictions.c.project == project.name,
+                    t.predictions.c.item_id == ids[item],
+                    t.predictions.c.model_version == ver,
+                )
+            ).first()
+            if row:
+                conn.execute(
+                    t.predictions.update()
+                    .where(t.predictions.c.id == row[0])
+                    .values(values={**row[1], **values})
+                )
+                pred_ids[(item, ver)] = row[0]
+            else:
+                res = conn.execute(
+                    t.predictions.insert().values(
+                        project=project.name,
+                        item_id=ids[item],
+                        model_version=ver,
+                        values=values,
+                        status="parsed",
+                        simulated=False,
+                        created_at=ts,
+                    )
+                )
+                pred_ids[(item, ver)] = int(res.inserted_primary_key[0])  # type: ignore[index]
+            rep.predictions += 1
+        batches: list[tuple[str, list[dict[str, Any]]]] = []
+        for (item, who, arm, tier), a in anns.items():
+            sid = f"import:{src}:{item}:{who}:{arm}:{tier}"
+            ver = a.get("version")
+            values = _assemble(a["values"])
+            batches.append(
+                (
+                    sid,
+                    _rows(
+                        project,
+                        ids[item],
+                        who,
+                        arm,
+                        tier,
+                        values,
+                        a,
+                        sid,
+                        pred_ids.get((item, ver)),
+                        ver,
+                        ts,
+                    ),
+                )
+            )
+        for item, target in experts.items():
+            sid = f"import:{src}:{item}:expert:review:2"
+            a = {"lead": None, "flagged": False, "skipped": set()}
+            batches.append(
+                (
+                    sid,
+                    _rows(
+                        project,
+                        ids[item],
+                        "expert",
+                        "review",
+                        2,
+                        _assemble(target),
+                        a,
+                        sid,
+                        None,
+                        None,
+                        ts,
+                    ),
+                )
+            )
+            rep.expert_reviews += 1
+        for sid, rows in batches:
+            gone = conn.execute(
+                t.annotations.delete().where(t.annotations.c.source_id == sid)
+            ).rowcount
+            rep.replaced += 1 if gone else 0
+            if rows:
+                conn.execute(t.annotations.insert(), rows)
+        rep.annotations = len(anns)
+    rep.annotators = sorted({k[1] for k in anns})
+    return rep
+
+
+def _rows(
+    project: Project,
+    item_id: int,
+    who: str,
+    arm: str,
+    tier: int,
+    values: dict[str, Any],
+    a: dict[str, Any],
+    sid: str,
+    pred_id: int | None,
+    version: str | None,
+    ts: Any,
+) -> list[dict[str, Any]]:
+    base = dict(
+        project=project.name,
+        item_id=item_id,
+        annotator=who,
+        arm=arm,
+        tier=tier,
+        lead_time=a["lead"],
+        flagged=a["flagged"],
+        source="import",
+        source_id=sid,
+        shown_prediction_id=pred_id,
+        model_version=version,
+        origin="prediction" if pred_id else "manual",
+        annotated_at=ts,
+        stored_at=ts,
+    )
+    out = [dict(base, field_path=f, value=v, skipped=False) for f, v in values.items()]
+    out += [
+        dict(base, field_path=f, value=None, skipped=True)
+        for f in sorted(a["skipped"])
+        if f not in values
+    ]
+    return out
