@@ -141,6 +141,8 @@ def as_ratings(
     """
     if isinstance(data, Ratings):
         return data
+    if isinstance(data, np.ndarray) and data.ndim == 2 and data.dtype.kind in "fiub":
+        return _from_numeric(data, categories, units, raters, level)
     unit_ids: list[Any]
     rater_ids: list[Any]
     try:
@@ -195,6 +197,43 @@ def as_ratings(
             if v is not None:
                 codes[i, j] = index[v]
     return Ratings(codes, values, unit_ids, rater_ids)
+
+
+def _from_numeric(
+    data: np.ndarray,
+    categories: Sequence[Any] | None,
+    units: Sequence[Any] | None,
+    raters: Sequence[Any] | None,
+    level: str | None,
+) -> Ratings:
+    """Vectorized encoding of a numeric array (NaN = missing): no Python loop over cells."""
+    x = data.astype(float)
+    present = ~np.isnan(x)
+    uniq = np.unique(x[present])
+    codes = np.full(x.shape, -1, dtype=np.int64)
+    codes[present] = np.searchsorted(uniq, x[present])
+    values: list[Any] = [
+        float(v) if level in NUMERIC_LEVELS or not float(v).is_integer() else int(v) for v in uniq
+    ]
+    unit_ids = list(units) if units is not None else list(range(x.shape[0]))
+    rater_ids = list(raters) if raters is not None else list(range(x.shape[1]))
+    r = Ratings(codes, values, unit_ids, rater_ids)
+    if categories is None:
+        return r
+    cats = [_hashable(c) for c in categories]
+    index = {c: i for i, c in enumerate(cats)}
+    remap = np.empty(len(values), dtype=np.int64)
+    for i, v in enumerate(values):
+        if v not in index:
+            u, j = np.argwhere(codes == i)[0]
+            raise AgreementError(
+                f"unit {unit_ids[u]!r}, rater {rater_ids[j]!r}: value {v!r} is not one of "
+                f"the declared categories {cats}"
+            )
+        remap[i] = index[v]
+    r.codes = np.where(present, remap[np.clip(codes, 0, None)], -1)
+    r.values = cats
+    return r
 
 
 def _num(v: Any, unit: Any, rater: Any, numeric: bool) -> Any:

@@ -43,9 +43,10 @@ def multiplicity_blocks(
         if clusters is None and strata is None:
             rng = np.random.default_rng(child)
             dtype = np.int32 if n < 2**31 else np.int64
-            picks = rng.integers(0, n, size=(b, n), dtype=dtype).astype(np.int64)
-            picks += (np.arange(b, dtype=np.int64) * n)[:, None]
-            yield np.bincount(picks.ravel(), minlength=b * n).reshape(b, n)
+            picks = rng.integers(0, n, size=(b, n), dtype=dtype)
+            flat = picks + (np.arange(b, dtype=np.int64) * n)[:, None]  # one int64 pass
+            del picks
+            yield np.bincount(flat.ravel(), minlength=b * n).reshape(b, n)
         else:
             sub_seed = int(child.generate_state(1)[0])
             yield draw(n, b, sub_seed, clusters=clusters, strata=strata)
