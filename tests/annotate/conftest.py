@@ -137,3 +137,14 @@ def artifacts_dir() -> Path:
 
 def copy_dir(src: Path, dest: Path) -> None:
     shutil.copytree(src, dest)
+
+
+@pytest.fixture
+def all_types_project(tmp_path: Path):
+    from test_annotate_units import ALL_TYPES
+
+    from truthline.project import load_project
+
+    (tmp_path / "alltypes").mkdir()
+    (tmp_path / "alltypes" / "project.toml").write_text(ALL_TYPES)
+    return load_project(tmp_path / "alltypes")

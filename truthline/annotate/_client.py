@@ -151,7 +151,7 @@ class LSClient:
         return out
 
     def snapshot_export(self, ls_project_id: int, *, timeout: float = 3600) -> list[dict]:
-        """Every annotated task with full annotations, predictions and annotator emails."""
+        """Every task with its annotations (skips included) and the annotators' emails."""
         base = f"/api/projects/{ls_project_id}/exports"
         snap = self.post(
             f"{base}/",
@@ -162,7 +162,7 @@ class LSClient:
                     "predictions": {"only_id": True},
                     "annotations__completed_by": {"only_id": False},
                 },
-                "task_filter_options": {"annotated": "only"},
+                # no task filter: "annotated only" drops tasks whose only annotation is a skip
             },
         )
         pk = snap["id"]
