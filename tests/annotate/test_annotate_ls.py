@@ -305,7 +305,7 @@ def test_push_annotate_pull_roundtrip(ls: LS, steel_ws, media_server, tmp_path: 
 
 
 def test_review_project_shows_tier1_annotations(ls: LS, steel_ws, media_server):
-    ws, project, preds = steel_ws
+    ws, project, _ = steel_ws
     from truthline.store import now
 
     rows = []
@@ -364,7 +364,7 @@ def test_server_stopped_mid_push(tmp_path: Path, steel_ws, media_server):
             return real_post(path, json, **params)
 
         client.post = post  # type: ignore[method-assign]
-        with pytest.raises(LabelStudioDown, match="not answering.*rerun"):
+        with pytest.raises(LabelStudioDown, match=r"not answering.*rerun"):
             push(
                 ws.store,
                 project,
