@@ -8,6 +8,7 @@ arrays live in ``truthline.benchmark.metrics``.
 """
 
 from truthline.benchmark import _metrics as metrics
+from truthline.benchmark._baselines import registered_rules, rule
 from truthline.benchmark._gold import SLICES, Gold, GoldItem, in_slice, load_gold
 from truthline.benchmark._registry import Scored, compute_metrics, metric, registered_metrics
 from truthline.benchmark._results import (
@@ -44,6 +45,8 @@ __all__ = [
     "model_metrics",
     "paired_matrix",
     "registered_metrics",
+    "registered_rules",
+    "rule",
     "run_benchmark",
     "score_answer",
 ]

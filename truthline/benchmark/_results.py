@@ -170,9 +170,6 @@ def scored_for(
     return Scored(project, d.reset_index(drop=True), e.reset_index(drop=True), rs)
 
 
-_ARMS: dict[str, dict[int, str]] = {}
-
-
 def _arms_of(run: RunData) -> dict[int, str]:
     return run.manifest.get("_arms", {})
 
