@@ -2,8 +2,8 @@
 
 Items carry the demo's known truth; the prefill is the ``steel-v1`` simulated VLM; blind and
 anchored annotators are simulated (``sim-rubber`` keeps almost every prefill: the planted
-anchoring annotator); a simulated expert reviews a share of items. No media files are
-written: the dashboards never read media.
+anchoring annotator); a simulated expert reviews a share of items. Media files are
+written small (160x90): benchmark runs send them to the simulated models.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from typing import Any
 
 from sqlalchemy import insert
 
-from truthline.demo._scene import make_specs, truth_of
+from truthline.demo._scene import make_specs, truth_of, write_dataset
+from truthline.media import import_items
 from truthline.simulate import seeded_rng, simulated_answer
 from truthline.store import json_hash, now, tables
 from truthline.workspace import Workspace
@@ -35,38 +36,22 @@ def _norm(project, values: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+BENCH_MODELS = ["simulated:steel-strong", "simulated:steel-weak"]
+
+
 def build_loop(
-    root: Path, n_items: int = 60, seed: int = 0, review_share: float = 0.5
+    root: Path, n_items: int = 60, seed: int = 0, review_share: float = 0.5, benchmark: bool = True
 ) -> Workspace:
-    """A workspace whose store holds items, prefill, blind/anchored/expert annotations."""
+    """A workspace whose store holds items, prefill, blind/anchored/expert annotations, and
+    (``benchmark``) a gold snapshot and one run of two SIMULATED models of different accuracy."""
     ws = Workspace.from_env(root)
     project = ws.init_project("steel-safety")
     name = project.name
     ts = now()
+    media = ws.media_dir / name
+    csv_path = write_dataset(media, n_clips=n_items, seed=seed, size=(160, 90))
+    import_items(ws.store, project, media, metadata=csv_path, progress=False)
     specs = make_specs(n_items, seed)
-    with ws.store.begin() as conn:
-        item_rows = [
-            dict(
-                project=name,
-                key=s.key,
-                media_kind="frames",
-                media=[f"{s.key}/frame_{k}.jpg" for k in range(8)],
-                media_root=str(ws.media_dir / name),
-                content_hash=json_hash(s.key),
-                meta={
-                    "site": s.site,
-                    "camera": s.camera,
-                    "visibility": s.visibility,
-                    "scene_type": s.scene_type,
-                },
-                parent=s.video,
-                sim_truth=truth_of(s),
-                created_at=ts,
-                updated_at=ts,
-            )
-            for s in specs
-        ]
-        conn.execute(insert(tables.items), item_rows)
     ids = ws.store.item_ids_by_key(name)
     resp, preds, anns, assign = [], [], [], []
     for k, s in enumerate(specs):
@@ -147,8 +132,6 @@ def build_loop(
                         stored_at=ts,
                     )
                 )
-                if arm != "review":
-                    pass
         conn.execute(insert(tables.annotations), rows)
         conn.execute(
             insert(tables.exposures),
@@ -166,4 +149,10 @@ def build_loop(
                 if tier == 1
             ],
         )
+    if benchmark:
+        from truthline.audit import finalize
+        from truthline.benchmark import RunConfig, run_benchmark
+
+        finalize(ws.store, project)
+        run_benchmark(ws.store, project, RunConfig(models=BENCH_MODELS), progress=False)
     return ws

@@ -11,7 +11,9 @@ pytestmark = pytest.mark.browser
 # (url path, heading, minimum plotly charts drawn, text that must be on the page)
 PAGES = [
     ("", "Overview: Steel plant CCTV safety (SteelBench template)", 2, "Items through the loop"),
+    ("agreement", "Rater agreement", 3, "Agreement coefficients with CIs"),
     ("audit", "Provenance audit", 8, "Flagged (two or more signals): sim-rubber"),
+    ("benchmark", "Benchmark", 7, "Leaderboard"),
 ]
 
 
