@@ -30,7 +30,7 @@ def decode_index(img: np.ndarray) -> int:
     out = 0
     for b in range(3):
         v = float(img[4:12, 16 * b + 4 : 16 * b + 12].mean())
-        out += int(round((v - 16) / 32)) * 8**b
+        out += round((v - 16) / 32) * 8**b
     return out
 
 
