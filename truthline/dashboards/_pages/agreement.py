@@ -7,6 +7,7 @@ Numbers come from ``truthline.stats`` through the same calls as ``truthline stat
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -150,24 +151,20 @@ def agreement_page(ctx: Context) -> None:
         f"{c}={v}" for c in strata_cols for v in sorted({str(m.get(c)) for m in meta.values()})
     ]
     strat_label = c3.selectbox("Stratum", options, key="agr-stratum")
-    stratum = None if strat_label == "all items" else tuple(strat_label.split("=", 1))
+    stratum: tuple[str, str] | None = None
+    if strat_label != "all items":
+        col, _, val = strat_label.partition("=")
+        stratum = (col, val)
     coefs = st.multiselect(
         "Coefficients", list(registered_coefficients()), default=DEFAULT_COEFS, key="agr-coefs"
     )
     arm = ARMS[arm_label]
-    results = []
+    results: list[dict[str, Any]] = []
     with st.spinner("Computing agreement with bootstrap CIs ..."):
         for f in chosen:
+            key = (f, arm, stratum, tuple(coefs))
             results.append(
-                cached(
-                    ctx,
-                    "truthline.stats.agreement",
-                    lambda f=f: field_agreement(ctx, f, arm, stratum, tuple(coefs)),
-                    f,
-                    arm,
-                    stratum,
-                    tuple(coefs),
-                )
+                cached(ctx, "truthline.stats.agreement", partial(field_agreement, ctx, *key), *key)
             )
     cfg = ctx.project.audit
     st.caption(
