@@ -1,0 +1,299 @@
+"""A hand-built example: 12 items, 3 annotators, 1 expert; every number computed by hand.
+
+Anchored items 1-9 (A: 1-3, B: 4-6, C: 7-9), blind items 10-12 (A and B), expert on
+1-7 and 10. Fields: action (choice), violation (safety boolean), count (number, tolerance 1).
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from truthline.audit import exclude_annotator, finalize, import_table, run_audit
+from truthline.stats import cohen_kappa
+
+V = {  # prefill v: action, violation, count
+    1: ("walk", False, 2),
+    2: ("stand", True, 1),
+    3: ("carry", False, 3),
+    4: ("walk", True, 2),
+    5: ("stand", False, 1),
+    6: ("walk", False, 4),
+    7: ("carry", True, 2),
+    8: ("walk", False, 1),
+    9: ("stand", False, 2),
+    10: ("walk", False, 1),
+    11: ("carry", True, 3),
+    12: ("stand", False, 2),
+}
+E = {  # expert e
+    1: ("walk", False, 2),
+    2: ("walk", True, 1),
+    3: ("carry", True, 5),
+    4: ("stand", False, 2),
+    5: ("stand", False, 1),
+    6: ("walk", False, 4),
+    7: ("walk", True, 2),
+    10: ("stand", False, 1),
+}
+H = [  # annotator, item, arm, (action, violation, count), lead time
+    ("A", 1, "anchored", ("walk", False, 2), 100),
+    ("A", 2, "anchored", ("stand", True, 1), 120),
+    ("A", 3, "anchored", ("walk", True, 5), 200),
+    ("B", 4, "anchored", ("carry", False, 3), 300),
+    ("B", 5, "anchored", ("stand", False, 1), 100),
+    ("B", 6, "anchored", ("stand", False, 4), 250),
+    ("C", 7, "anchored", ("carry", True, 2), 80),
+    ("C", 8, "anchored", ("walk", False, 1), 100),
+    ("C", 9, "anchored", ("walk", False, 2), 150),
+    ("A", 10, "blind", ("stand", False, 1), 90),
+    ("B", 10, "blind", ("stand", False, 2), 95),
+    ("A", 11, "blind", ("carry", True, 3), 90),
+    ("B", 11, "blind", ("carry", False, 3), 95),
+    ("A", 12, "blind", ("walk", False, 2), 90),
+    ("B", 12, "blind", ("walk", False, 4), 95),
+]
+EVAL = {**V, 3: ("walk", False, 3), 11: ("carry", False, 3), 9: ("stand", False, 4)}
+FIELDS = ("action", "violation", "count")
+
+
+def _vals(t: tuple) -> dict:
+    return dict(zip(FIELDS, t, strict=True))
+
+
+def _fmt(x: object) -> str:
+    return str(x).lower() if isinstance(x, bool) else str(x)
+
+
+@pytest.fixture
+def hand(hand_project, sqlite_store, tmp_path: Path, add_items, add_predictions):
+    ids = add_items(sqlite_store, hand_project, [f"i{k}" for k in range(1, 13)])
+    add_predictions(
+        sqlite_store, hand_project, "hand-v1", {ids[f"i{k}"]: _vals(v) for k, v in V.items()}
+    )
+    add_predictions(
+        sqlite_store, hand_project, "hand-eval", {ids[f"i{k}"]: _vals(v) for k, v in EVAL.items()}
+    )
+    path = tmp_path / "labels.csv"
+    with path.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(
+            [
+                "item",
+                "field",
+                "annotator",
+                "arm",
+                "tier",
+                "value",
+                "shown_prediction",
+                "model_version",
+                "lead_time",
+                "expert",
+            ]
+        )
+        for who, item, arm, vals, lead in H:
+            for f, x, v, e in zip(FIELDS, vals, V[item], E.get(item, (None,) * 3), strict=True):
+                w.writerow(
+                    [
+                        f"i{item}",
+                        f,
+                        who,
+                        arm,
+                        1,
+                        _fmt(x),
+                        _fmt(v) if arm == "anchored" else "",
+                        "hand-v1",
+                        lead,
+                        "" if e is None else _fmt(e),
+                    ]
+                )
+    rep = import_table(sqlite_store, hand_project, path, create_items=False)
+    assert rep.annotations == 15 and rep.expert_reviews == 8 and rep.items_created == 0
+    return sqlite_store, hand_project, ids
+
+
+def _p(ci: dict) -> float:
+    return ci["point"]
+
+
+def test_direction_table_every_cell(hand):
+    store, project, _ = hand
+    r = run_audit(store, project, gradient_model="hand-eval").as_dict()
+    d = r["direction"]
+
+    def cells(t):
+        return {
+            k: t[k]["count"]
+            for k in (
+                "productive_anchoring",
+                "harmful_anchoring",
+                "harmful_override",
+                "productive_override",
+                "wrong_override",
+            )
+        } | {"n": t["n"]}
+
+    # items 1-7 x 3 fields: PA 13, HA 2 (items 2, 7 action), HO 2 (3, 6 action),
+    # PO 3 (item 3 violation and count, item 4 violation), WO 1 (item 4 action)
+    assert cells(d["all"]) == dict(
+        productive_anchoring=13,
+        harmful_anchoring=2,
+        harmful_override=2,
+        productive_override=3,
+        wrong_override=1,
+        n=21,
+    )
+    assert _p(d["all"]["harmful_anchoring"]["rate"]) == pytest.approx(2 / 21)
+    assert cells(d["by_field"]["action"]) == dict(
+        productive_anchoring=2,
+        harmful_anchoring=2,
+        harmful_override=2,
+        productive_override=0,
+        wrong_override=1,
+        n=7,
+    )
+    assert cells(d["by_field"]["violation"]) == dict(
+        productive_anchoring=5,
+        harmful_anchoring=0,
+        harmful_override=0,
+        productive_override=2,
+        wrong_override=0,
+        n=7,
+    )
+    # item 4: count 3 vs prefill 2 is within tolerance 1 -> kept, productive anchoring
+    assert cells(d["by_field"]["count"]) == dict(
+        productive_anchoring=6,
+        harmful_anchoring=0,
+        harmful_override=0,
+        productive_override=1,
+        wrong_override=0,
+        n=7,
+    )
+    assert cells(d["by_annotator"]["A"]) == dict(
+        productive_anchoring=5,
+        harmful_anchoring=1,
+        harmful_override=1,
+        productive_override=2,
+        wrong_override=0,
+        n=9,
+    )
+    assert cells(d["by_annotator"]["B"]) == dict(
+        productive_anchoring=6,
+        harmful_anchoring=0,
+        harmful_override=1,
+        productive_override=1,
+        wrong_override=1,
+        n=9,
+    )
+    assert cells(d["by_annotator"]["C"]) == dict(
+        productive_anchoring=2,
+        harmful_anchoring=1,
+        harmful_override=0,
+        productive_override=0,
+        wrong_override=0,
+        n=3,
+    )
+    # every CI brackets its point
+    ci = d["all"]["harmful_anchoring"]["rate"]
+    assert ci["low"] <= ci["point"] <= ci["high"] and ci["resamples"] == 200
+
+
+def test_override_rates_edit_depth_correct_labels(hand):
+    store, project, _ = hand
+    r = run_audit(store, project).as_dict()
+    ov = r["override"]
+    assert _p(ov["by_annotator"]["A"]["override_rate"]) == pytest.approx(1 / 3)
+    assert _p(ov["by_annotator"]["A"]["edit_depth"]) == pytest.approx(1.0)
+    assert _p(ov["by_annotator"]["B"]["override_rate"]) == pytest.approx(2 / 3)
+    assert _p(ov["by_annotator"]["B"]["edit_depth"]) == pytest.approx(1.0)
+    assert _p(ov["by_annotator"]["C"]["override_rate"]) == pytest.approx(1 / 3)
+    assert _p(ov["by_annotator"]["C"]["edit_depth"]) == pytest.approx(1 / 3)
+    assert _p(ov["team"]["override_rate"]) == pytest.approx(4 / 9)
+    assert _p(ov["team"]["edit_depth"]) == pytest.approx(7 / 9)
+    cl = r["correct_label"]["by_annotator"]
+    assert (_p(cl["A"]), _p(cl["B"]), _p(cl["C"])) == pytest.approx((10 / 12, 10 / 12, 2 / 3))
+    bias = r["anchoring_bias"]
+    assert _p(bias["action"]["bias_pp"]) == pytest.approx(100 * (5 / 9 - 2 / 6))
+    assert _p(bias["violation"]["bias_pp"]) == pytest.approx(100 * (7 / 9 - 5 / 6))
+    assert _p(bias["count"]["bias_pp"]) == pytest.approx(100 * (8 / 9 - 5 / 6))
+    t = r["time"]["all"]
+    assert (_p(t["kept"]), _p(t["overridden"])) == pytest.approx((100.0, 225.0))
+    s = r["safety"]["violation"]
+    assert (
+        s["n"],
+        s["vlm_false_alarm"]["count"],
+        s["vlm_miss"]["count"],
+        s["expert_only_catch"]["count"],
+    ) == (7, 1, 1, 0)
+    rr = r["residual_risk"]
+    assert rr["items_without_review"] == 2
+    assert _p(rr["upper_bound_items"]) == pytest.approx(2 * 2 / 21)
+
+
+def test_kappas_match_the_stats_package(hand):
+    store, project, _ = hand
+    r = run_audit(store, project).as_dict()
+    b_pairs = [(V[i][0], h[0]) for who, i, arm, h, _ in H if arm == "anchored" and who == "B"]
+    got = r["vlm_kappa"]["by_annotator_field"]["B"]["action"]["point"]
+    assert got == pytest.approx(cohen_kappa([a for a, _ in b_pairs], [b for _, b in b_pairs]))
+    all_pairs = [(V[i][0], h[0]) for _, i, arm, h, _ in H if arm == "anchored"]
+    got = r["vlm_kappa"]["by_field"]["action"]["point"]
+    assert got == pytest.approx(cohen_kappa([a for a, _ in all_pairs], [b for _, b in all_pairs]))
+    # blind pairs (items 10-12, A first): violation (F,F), (T,F), (F,F)
+    iaa = r["iaa"]["violation"]
+    assert iaa["blind_pairs"] == 3 and iaa["anchored_pairs"] == 0
+    assert iaa["blind"]["point"] == pytest.approx(
+        cohen_kappa([False, True, False], [False, False, False])
+    )
+
+
+def test_provenance_gradient_by_hand(hand):
+    store, project, _ = hand
+    r = run_audit(store, project, gradient_model="hand-eval").as_dict()
+    g = r["gradient"]
+    assert g["predictions"] == "hand-eval"
+    # blind: 12 of 18 decisions; anchored: 20 of 27; VLM-sourced gold = item 8 (3 kept)
+    # + item 9 violation and count (kept): eval misses item 9 count -> 4 of 5
+    assert (_p(g["blind"]), _p(g["anchored"]), _p(g["vlm_sourced"])) == pytest.approx(
+        (12 / 18, 20 / 27, 4 / 5)
+    )
+    assert not any("self-reference" in w for w in r["warnings"])
+    # scoring the prefill itself is circular and the audit says so
+    r2 = run_audit(store, project).as_dict()
+    assert _p(r2["gradient"]["vlm_sourced"]) == 1.0
+    assert any("self-reference" in w for w in r2["warnings"])
+
+
+def test_finalize_provenance_and_exclusion(hand):
+    store, project, ids = hand
+    res = finalize(store, project)
+    c = res.counts()
+    assert c["by_provenance"] == {
+        "anchored_corrected": 1,
+        "anchored_kept": 5,
+        "blind_consensus": 4,
+        "expert": 24,
+    }
+    pend = sorted((p.item, p.path) for p in res.pending)
+    assert pend == sorted([(ids["i11"], "violation"), (ids["i12"], "count")])
+    prov = {(g.item, g.path): g.provenance for g in res.values}
+    assert prov[(ids["i9"], "action")] == "anchored_corrected"
+    assert prov[(ids["i9"], "count")] == "anchored_kept"
+    assert prov[(ids["i10"], "count")] == "expert"
+    assert finalize(store, project).hash == res.hash  # stable across reruns
+    exclude_annotator(store, project, "C", "test: rubber stamping", decided_by="tester")
+    res2 = finalize(store, project)
+    assert res2.hash != res.hash
+    assert res2.counts()["by_provenance"] == {"blind_consensus": 4, "expert": 24}
+    req = sorted(p.item for p in res2.pending if p.kind == "requeue")
+    assert req == sorted([ids["i8"], ids["i9"]])
+    assert all(
+        "C excluded: test: rubber stamping" in p.reason for p in res2.pending if p.kind == "requeue"
+    )
+    r = run_audit(store, project).as_dict()
+    assert r["exclusions"] == {"C": "test: rubber stamping"}
+    assert r["before_after"]["kind"] == "recorded exclusions"
+    row = r["before_after"]["rows"]["harmful_anchoring_rate"]
+    assert (row["before"]["point"], row["after"]["point"]) == pytest.approx((2 / 21, 1 / 18))
