@@ -54,6 +54,8 @@ class MineConfig:
     seed: int = 0
     batch: int = 16
     jpeg_quality: int = 90
+    seek_gap_s: float = 1.0
+    """Frame extraction seeks for jumps longer than this, else decodes forward."""
 
 
 @dataclass
@@ -382,7 +384,7 @@ def extract_frames(
     clips: Sequence[Clip], folder_of: Callable[[Clip], Path], cfg: MineConfig
 ) -> dict[int, list[Path]]:
     """Write each clip's frames as JPEG; one forward pass per video, seeking only for
-    jumps longer than two seconds."""
+    jumps longer than ``seek_gap_s``."""
     import cv2
 
     by_video: dict[Path, list[tuple[int, int, int]]] = {}
@@ -400,7 +402,7 @@ def extract_frames(
             for fi, ci, k in targets:
                 if fi != last:
                     fps = clips[ci].fps
-                    if fi - pos > 2 * fps:
+                    if fi - pos > cfg.seek_gap_s * fps:
                         cap.set(cv2.CAP_PROP_POS_FRAMES, fi)
                         pos = fi
                     while pos <= fi:
