@@ -63,6 +63,7 @@ def draw(
 
     ``clusters``: units sharing a label are drawn together (cluster bootstrap).
     ``strata``: clusters (or units) are resampled within each stratum, keeping its size.
+    ``batch``: draws per block (default 4M; bounds memory, keeps bincount cache-friendly).
     The same ``seed`` always gives the same matrix.
     """
     rng = np.random.default_rng(seed)
@@ -88,12 +89,20 @@ def draw(
                 "a cluster spans several strata; strata must be constant within a cluster"
             )
     counts = np.zeros((resamples, n_clusters), dtype=np.int32)
+    step = max(1, (batch or 2**22) // max(1, n_clusters))  # cache-sized blocks of rows
     for s in np.unique(cluster_stratum):
         members = np.flatnonzero(cluster_stratum == s)
         k = len(members)
-        picks = rng.integers(0, k, size=(resamples, k))
-        np.add.at(counts, (np.arange(resamples)[:, None], members[picks]), 1)
-    return counts[:, unit_cluster]
+        for lo in range(0, resamples, step):
+            hi = min(resamples, lo + step)
+            picks = rng.integers(0, k, size=(hi - lo, k), dtype=np.int32)
+            picks += (np.arange(hi - lo, dtype=np.int32) * k)[:, None]  # one bincount for the block
+            block = np.bincount(picks.ravel(), minlength=(hi - lo) * k).reshape(hi - lo, k)
+            if k == n_clusters:
+                counts[lo:hi] = block
+            else:
+                counts[lo:hi, members] = block
+    return counts if clusters is None else counts[:, unit_cluster]
 
 
 def percentile_ci(
