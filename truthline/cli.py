@@ -261,7 +261,7 @@ def _mount() -> None:
     from truthline.annotate._cli import app as annotate_app
     from truthline.audit._cli import app as audit_app
     from truthline.benchmark._cli import app as benchmark_app
-    from truthline.dashboards._cli import app as dashboard_app
+    from truthline.dashboards._cli import dashboard
     from truthline.demo._cli import demo
     from truthline.prefill._cli import app as prefill_app
     from truthline.prefill._cli import models_app
@@ -273,7 +273,7 @@ def _mount() -> None:
     app.add_typer(audit_app, name="audit")
     app.add_typer(stats_app, name="stats")
     app.add_typer(benchmark_app, name="benchmark")
-    app.add_typer(dashboard_app, name="dashboard")
+    app.command("dashboard")(dashboard)
     app.command("demo")(demo)
 
 

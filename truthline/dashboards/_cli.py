@@ -14,10 +14,6 @@ import typer
 from truthline._cli_common import JsonOpt, ProjectOpt, console, print_json, state
 from truthline.errors import TruthlineError
 
-app = typer.Typer(
-    help="Open the Streamlit dashboards (overview, agreement, provenance audit, benchmark)."
-)
-
 ADDRESS = "127.0.0.1"
 
 
@@ -60,7 +56,6 @@ def _port_free(port: int) -> bool:
     return True
 
 
-@app.callback(invoke_without_command=True)
 def dashboard(
     ctx: typer.Context,
     port: Annotated[
@@ -73,8 +68,6 @@ def dashboard(
 
     Pages: Overview, Agreement, Provenance audit, Benchmark. They only read the store.
     """
-    if ctx.invoked_subcommand is not None:
-        return
     st = state(ctx)
     ws = st.ws
     if not ws.db_url and not (ws.root / "truthline.db").is_file():
