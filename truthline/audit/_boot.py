@@ -10,8 +10,7 @@ subset's size varies across resamples as it would in a new study.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -19,19 +18,43 @@ import numpy as np
 from truthline.stats import CI, draw, percentile_ci
 
 
-@dataclass
 class Est:
-    """A point estimate with its bootstrap replicates (kept so differences can be formed)."""
+    """A point estimate with its bootstrap replicates (kept so differences can be formed).
 
-    point: float
-    boot: np.ndarray
-    n: int
+    Replicates may be computed lazily: ``Boot.ratio`` queues its sums and the first
+    ``.boot`` access evaluates every queued ratio in one matrix product.
+    """
+
+    __slots__ = ("_boot", "_thunk", "n", "point")
+
+    def __init__(
+        self,
+        point: float,
+        boot: np.ndarray | None,
+        n: int,
+        thunk: Callable[[], np.ndarray] | None = None,
+    ):
+        self.point = point
+        self.n = n
+        self._boot = boot
+        self._thunk = thunk
+
+    @property
+    def boot(self) -> np.ndarray:
+        if self._boot is None:
+            assert self._thunk is not None
+            out = self._thunk()
+            if self._boot is None:  # a flush may already have filled it
+                self._boot = out
+        return self._boot
 
     def __sub__(self, other: Est) -> Est:
-        return Est(self.point - other.point, self.boot - other.boot, min(self.n, other.n))
+        return Est(
+            self.point - other.point, None, min(self.n, other.n), lambda: self.boot - other.boot
+        )
 
     def scale(self, k: float) -> Est:
-        return Est(self.point * k, self.boot * k, self.n)
+        return Est(self.point * k, None, self.n, lambda: self.boot * k)
 
 
 class Boot:
@@ -41,11 +64,37 @@ class Boot:
         self.n = len(clusters)
         self.resamples = resamples
         self.seed = seed
-        self.clustered = len(set(clusters)) < self.n
-        self.W = draw(
-            self.n, resamples, seed, clusters=list(clusters) if self.clustered else None
-        ).astype(np.float64)
+        labels = np.asarray(clusters, dtype=object).astype(str)
+        _, codes = np.unique(labels, return_inverse=True)
+        self.cluster_of = codes.astype(np.int64)
+        self.nc = int(codes.max()) + 1 if len(codes) else 0
+        self.clustered = self.nc < self.n
+        # Resampling clusters as units draws the same matrix ``stats.draw`` would with
+        # ``clusters=`` (same codes, same random stream), but sums are taken per cluster
+        # first, so every product is (resamples x clusters) instead of (resamples x items).
+        self.W = draw(self.nc, resamples, seed).astype(np.float64)
         self.scheme = "cluster" if self.clustered else "item"
+        self._queue: list[tuple[np.ndarray, np.ndarray, Est]] = []
+
+    def _flush(self) -> np.ndarray:
+        """Evaluate every queued ratio: one (resamples x clusters) @ (clusters x 2q) product
+        per chunk instead of one product per statistic."""
+        queue, self._queue = self._queue, []
+        for start in range(0, len(queue), 512):
+            chunk = queue[start : start + 512]
+            M = np.empty((self.nc, 2 * len(chunk)))
+            for j, (num, den, _) in enumerate(chunk):
+                M[:, 2 * j] = num
+                M[:, 2 * j + 1] = den
+            R = self.W @ M
+            with np.errstate(invalid="ignore", divide="ignore"):
+                ratios = R[:, 0::2] / R[:, 1::2]
+            for j, (_, _, est) in enumerate(chunk):
+                est._boot = ratios[:, j].copy()
+        return np.empty(0)
+
+    def _agg(self, vec: np.ndarray) -> np.ndarray:
+        return np.bincount(self.cluster_of, weights=vec, minlength=self.nc)
 
     def per_unit(self, units: np.ndarray, values: np.ndarray | float = 1.0) -> np.ndarray:
         """Sum of ``values`` per item (``units`` are item indices)."""
@@ -53,12 +102,15 @@ class Boot:
         return np.bincount(units, weights=w, minlength=self.n)
 
     def ratio(self, num: np.ndarray, den: np.ndarray) -> Est:
-        """sum(num) / sum(den) over items, per resample."""
+        """sum(num) / sum(den) over items; resamples are evaluated lazily, in batches."""
         d = float(den.sum())
         point = float(num.sum()) / d if d > 0 else float("nan")
-        with np.errstate(invalid="ignore", divide="ignore"):
-            boot = (self.W @ num) / (self.W @ den) if self.resamples else np.empty(0)
-        return Est(point, boot, int(np.count_nonzero(den)))
+        n = int(np.count_nonzero(den))
+        if not self.resamples:
+            return Est(point, np.empty(0), n)
+        est = Est(point, None, n, self._flush)
+        self._queue.append((self._agg(num), self._agg(den), est))
+        return est
 
     def rate(self, units: np.ndarray, hits: np.ndarray, weights: np.ndarray | None = None) -> Est:
         """Share of decisions that are hits (optionally item-weighted, e.g. IPW)."""
@@ -69,22 +121,20 @@ class Boot:
         self, units: np.ndarray, agree: np.ndarray, a: Sequence[Any], b: Sequence[Any]
     ) -> Est:
         """Cohen's kappa: observed agreement from the field type's ``agree``, chance
-        agreement from the two positions' category margins (values as categories)."""
+        agreement from the two positions' category margins (values as categories).
+        ``a``/``b`` are category codes (ints) or hashable-able values."""
         if len(units) == 0:
             return Est(float("nan"), np.full(self.resamples, np.nan), 0)
-        cats: dict[Any, int] = {}
-        ca = np.array([cats.setdefault(_key(x), len(cats)) for x in a])
-        cb = np.array([cats.setdefault(_key(x), len(cats)) for x in b])
-        k = len(cats)
-        idx_a = units * k + ca
-        idx_b = units * k + cb
-        A = np.bincount(idx_a, minlength=self.n * k).reshape(self.n, k).astype(float)
-        B = np.bincount(idx_b, minlength=self.n * k).reshape(self.n, k).astype(float)
-        n_u = self.per_unit(units)
-        o_u = self.per_unit(units, agree)
-        point = _kappa(o_u.sum(), n_u.sum(), A.sum(0), B.sum(0))
+        ca, cb, k = _codes(a, b)
+        cu = self.cluster_of[units]
+        A = np.bincount(cu * k + ca, minlength=self.nc * k).reshape(self.nc, k).astype(float)
+        B = np.bincount(cu * k + cb, minlength=self.nc * k).reshape(self.nc, k).astype(float)
+        n_c = np.bincount(cu, minlength=self.nc).astype(float)
+        o_c = np.bincount(cu, weights=np.asarray(agree, dtype=float), minlength=self.nc)
+        point = _kappa(o_c.sum(), n_c.sum(), A.sum(0), B.sum(0))
         if self.resamples:
-            boot = _kappa(self.W @ o_u, self.W @ n_u, self.W @ A, self.W @ B)
+            R = self.W @ np.column_stack([o_c, n_c, A, B])
+            boot = _kappa(R[:, 0], R[:, 1], R[:, 2 : 2 + k], R[:, 2 + k :])
         else:
             boot = np.empty(0)
         return Est(float(point), np.asarray(boot, dtype=float), len(set(units.tolist())))
@@ -97,6 +147,18 @@ class Boot:
                 est.point, float("nan"), float("nan"), 0, self.seed, scheme=self.scheme, n=est.n
             )
         )
+
+
+def _codes(a: Sequence[Any], b: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, int]:
+    """Dense category codes for two rating vectors (ints are taken as codes already)."""
+    if isinstance(a, np.ndarray) and a.dtype.kind == "i":
+        both = np.concatenate([a, np.asarray(b)])
+        _, inv = np.unique(both, return_inverse=True)
+        return inv[: len(a)], inv[len(a) :], int(inv.max()) + 1
+    cats: dict[Any, int] = {}
+    ca = np.array([cats.setdefault(_key(x), len(cats)) for x in a], dtype=np.int64)
+    cb = np.array([cats.setdefault(_key(x), len(cats)) for x in b], dtype=np.int64)
+    return ca, cb, len(cats)
 
 
 def _key(x: Any) -> Any:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,7 @@ REVIEW_ARMS = ("review", "adjudication")
 """Tier-2 arms: ``review`` = expert review (reference ``e``), ``adjudication`` = resolution."""
 
 
+@lru_cache(maxsize=65536)
 def leaf_of(path: str) -> str:
     """``workers.action`` for ``workers[P1].action``."""
     return _INDEX.sub("", path)
@@ -123,6 +125,7 @@ class AuditData:
     review_weights: dict[int, float]
     # decision columns (tier-1 only)
     d: dict[str, np.ndarray] = field(default_factory=dict)
+    ft_cache: dict[str, FieldType] = field(default_factory=dict)
 
     @property
     def annotators(self) -> list[str]:
@@ -145,6 +148,14 @@ def audited_fields(project: Project) -> list[str]:
             continue
         out.append(path)
     return out
+
+
+def _hashable(x: Any) -> Any:
+    if isinstance(x, list | tuple):
+        return tuple(_hashable(v) for v in x)
+    if isinstance(x, dict):
+        return tuple(sorted((k, _hashable(v)) for k, v in x.items()))
+    return x
 
 
 def _agree(ft: FieldType, x: Any, y: Any) -> float:
@@ -336,8 +347,15 @@ def _decisions(data: AuditData) -> dict[str, np.ndarray]:
             cols["h"].append(h)
             cols["v"].append(v)
             cols["e"].append(e)
+    # category codes per (field, value) for kappa, computed once
+    cats: dict[Any, int] = {}
+    for src, dst in (("v", "vc"), ("h", "hc")):
+        cols[dst] = [
+            -1 if x is None else cats.setdefault((f, _hashable(x)), len(cats))
+            for f, x in zip(cols["field"], cols[src], strict=True)
+        ]
     out: dict[str, np.ndarray] = {}
-    for k in ("ann", "unit", "item"):
+    for k in ("ann", "unit", "item", "vc", "hc"):
         out[k] = np.asarray(cols[k], dtype=np.int64)
     for k in ("hv", "he", "ve"):
         out[k] = np.asarray(cols[k], dtype=float)

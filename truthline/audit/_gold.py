@@ -114,11 +114,17 @@ def _gold_paths(data: AuditData) -> set[str]:
 
 
 def _same(data: AuditData, path: str, x: Any, y: Any) -> bool:
-    leaf = leaf_of(path)
-    ft = data.project.field(leaf)
+    ft = _field(data, leaf_of(path))
     if isinstance(ft, EntityList):
         return sorted(x or []) == sorted(y or [])
     return bool(ft.agree(x, y))
+
+
+def _field(data: AuditData, leaf: str) -> Any:
+    ft = data.ft_cache.get(leaf)
+    if ft is None:
+        ft = data.ft_cache[leaf] = data.project.field(leaf)
+    return ft
 
 
 def decide(

@@ -184,13 +184,8 @@ def vlm_kappa(c: Ctx) -> dict[str, Any]:
     d = c.d
 
     def k(sel: np.ndarray) -> Est:
-        f = d["field"][sel]
-        return c.boot.kappa(
-            d["unit"][sel],
-            d["hv"][sel],
-            list(zip(f, d["v"][sel], strict=True)),
-            list(zip(f, d["h"][sel], strict=True)),
-        )
+        # codes are (field, value) categories: pooled kappa never mixes two fields' labels
+        return c.boot.kappa(d["unit"][sel], d["hv"][sel], d["vc"][sel], d["hc"][sel])
 
     by_a = {a: k(m & (d["annotator"] == a)) for a in c.annotators}
     by_af = {
