@@ -33,7 +33,7 @@ def run(ws, *args: str) -> tuple[str, dict | list | None]:
 
 
 def test_cli_serve_push_label_in_browser_pull(steel_ws, dataset, artifacts_dir: Path, tmp_path):
-    ws, project, preds = steel_ws
+    ws, _project, preds = steel_ws
     # the workspace's data dir starts as a copy of the migrated template (as after a first serve)
     tpl = ensure_template()
     shutil.copytree(tpl, ws.root / "label-studio")
@@ -42,30 +42,65 @@ def test_cli_serve_push_label_in_browser_pull(steel_ws, dataset, artifacts_dir: 
     port, mport = free_port(), free_port()
     outputs = []
     try:
-        out, info = run(ws, "annotate", "serve", "--port", str(port), "--media-port", str(mport),
-                        "--media-root", str(dataset[0]), "--json")
+        out, info = run(
+            ws,
+            "annotate",
+            "serve",
+            "--port",
+            str(port),
+            "--media-port",
+            str(mport),
+            "--media-root",
+            str(dataset[0]),
+            "--json",
+        )
         outputs.append(out)
         assert info["url"] == f"http://127.0.0.1:{port}" and info["started"] is True
-        out, again = run(ws, "annotate", "serve", "--port", str(port), "--media-port", str(mport),
-                         "--media-root", str(dataset[0]), "--json")
+        out, again = run(
+            ws,
+            "annotate",
+            "serve",
+            "--port",
+            str(port),
+            "--media-port",
+            str(mport),
+            "--media-root",
+            str(dataset[0]),
+            "--json",
+        )
         outputs.append(out)
         assert again["started"] is False  # reused
-        out, blind = run(ws, "annotate", "push", "--arm", "blind", "--split", "0.5", "--seed", "5", "--json")
+        out, blind = run(
+            ws, "annotate", "push", "--arm", "blind", "--split", "0.5", "--seed", "5", "--json"
+        )
         outputs.append(out)
         out, anch = run(ws, "annotate", "push", "--arm", "anchored", "--json")
         outputs.append(out)
         assert blind["created"] == 4 and anch["created"] == 4 and anch["predictions"] == 4
-        out, users = run(ws, "annotate", "users", "add", "ann1@example.com")
+        out, _users = run(ws, "annotate", "users", "add", "ann1@example.com")
         outputs.append(out)
         assert "ann1@example.com: created" in out
-        password = json.loads((ws.secrets_dir / USERS_FILE).read_text())["ann1@example.com"]["password"]
+        password = json.loads((ws.secrets_dir / USERS_FILE).read_text())["ann1@example.com"][
+            "password"
+        ]
         assert password not in out
 
         with ws.store.begin() as conn:
-            lt = conn.execute(select(tables.ls_tasks).where(
-                tables.ls_tasks.c.ls_project_id == anch["ls_project_id"]).order_by(tables.ls_tasks.c.id)).first()
+            lt = conn.execute(
+                select(tables.ls_tasks)
+                .where(tables.ls_tasks.c.ls_project_id == anch["ls_project_id"])
+                .order_by(tables.ls_tasks.c.id)
+            ).first()
         shot = artifacts_dir / "ls-anchored-task.png"
-        _label_in_browser(info["url"], "ann1@example.com", password, anch["ls_project_id"], lt.ls_task_id, shot, tmp_path)
+        _label_in_browser(
+            info["url"],
+            "ann1@example.com",
+            password,
+            anch["ls_project_id"],
+            lt.ls_task_id,
+            shot,
+            tmp_path,
+        )
         assert shot.stat().st_size > 10_000
 
         out, rep = run(ws, "annotate", "pull", "--json")
@@ -74,7 +109,9 @@ def test_cli_serve_push_label_in_browser_pull(steel_ws, dataset, artifacts_dir: 
         with ws.store.begin() as conn:
             rows = [dict(r._mapping) for r in conn.execute(select(tables.annotations))]
         assert {r["annotator"] for r in rows} == {"ann1@example.com"}
-        assert {r["arm"] for r in rows} == {"anchored"} and {r["item_id"] for r in rows} == {lt.item_id}
+        assert {r["arm"] for r in rows} == {"anchored"} and {r["item_id"] for r in rows} == {
+            lt.item_id
+        }
         by = {r["field_path"]: r for r in rows}
         # submitted from the prefill untouched: kept, and Label Studio says so too
         assert by["scene_type"]["kept"] is True and by["workers"]["kept"] is True
@@ -95,7 +132,11 @@ def _label_in_browser(url, email, password, pid, task_id, shot: Path, tmp: Path)
     from playwright.sync_api import sync_playwright
 
     assert os.path.exists(CHROMIUM), "Debian chromium is required (scripts/test.sh installs it)"
-    env = {"HOME": str(tmp), "XDG_CACHE_HOME": str(tmp / "cache"), "XDG_CONFIG_HOME": str(tmp / "cfg")}
+    env = {
+        "HOME": str(tmp),
+        "XDG_CACHE_HOME": str(tmp / "cache"),
+        "XDG_CONFIG_HOME": str(tmp / "cfg"),
+    }
     with sync_playwright() as pw:
         ctx = pw.chromium.launch_persistent_context(
             str(tmp / "profile"),
@@ -103,8 +144,14 @@ def _label_in_browser(url, email, password, pid, task_id, shot: Path, tmp: Path)
             headless=True,
             env=env,
             viewport={"width": 1400, "height": 1000},
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"],
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
         )
         page = ctx.new_page()
         page.goto(f"{url}/user/login/")

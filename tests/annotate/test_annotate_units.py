@@ -363,3 +363,63 @@ def test_busy_port_is_refused(tmp_path):
         with pytest.raises(TruthlineError, match=f"port {port} on 127.0.0.1 is taken"):
             server.start(Credentials.new(server.url), progress=False)
     assert not (tmp_path / "ls" / "server.pid").exists()
+
+
+# -- HTTP client: personal access tokens and secrets in errors ------------------------------------
+def test_client_refreshes_personal_access_tokens_and_redacts_errors():
+    import httpx
+
+    from truthline.annotate import LabelStudioDown, LabelStudioError, LSClient
+
+    pat = "eyJhbGciOiJIUzI1NiJ9.eyJ0b2tlbl90eXBlIjoicmVmcmVzaCJ9.c2lnbmF0dXJl"
+    seen = []
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        seen.append((req.url.path, req.headers.get("Authorization")))
+        if req.url.path == "/api/token/refresh/":
+            assert json.loads(req.content) == {"refresh": pat}
+            return httpx.Response(200, json={"access": "ACCESS1"})
+        if req.url.path == "/api/fail":
+            return httpx.Response(403, text=f"bad token {pat}")
+        return httpx.Response(200, json={"email": "a@b.c"})
+
+    c = LSClient("http://127.0.0.1:1", pat)
+    c._http = httpx.Client(base_url=c.url, transport=httpx.MockTransport(handler))
+    assert c.whoami() == {"email": "a@b.c"}
+    assert seen == [("/api/token/refresh/", None), ("/api/current-user/whoami", "Bearer ACCESS1")]
+    with pytest.raises(LabelStudioError) as e:
+        c.get("/api/fail")
+    assert (
+        pat not in str(e.value) and "***" in str(e.value) and "check the API token" in str(e.value)
+    )
+
+    legacy = LSClient("http://127.0.0.1:1", "abc123legacytoken")
+    legacy._http = httpx.Client(base_url=legacy.url, transport=httpx.MockTransport(handler))
+    legacy.whoami()
+    assert seen[-1] == ("/api/current-user/whoami", "Token abc123legacytoken")
+    assert "abc123legacytoken" not in repr(legacy)
+
+    down = LSClient(f"http://127.0.0.1:{_closed_port()}", "abc123legacytoken")
+    with pytest.raises(LabelStudioDown, match="not answering") as e2:
+        down.whoami()
+    assert "abc123legacytoken" not in str(e2.value)
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_first_start_progress_counts_applied_migrations(tmp_path):
+    import sqlite3
+
+    server = LocalServer(tmp_path, port=1)
+    assert server.migrations_applied() == 0
+    with sqlite3.connect(tmp_path / "label_studio.sqlite3") as c:
+        c.execute("CREATE TABLE django_migrations (id INTEGER PRIMARY KEY, app TEXT, name TEXT)")
+        c.executemany(
+            "INSERT INTO django_migrations (app, name) VALUES (?, ?)",
+            [("a", str(i)) for i in range(7)],
+        )
+    assert server.migrations_applied() == 7

@@ -322,9 +322,16 @@ def _geom(box: dict[str, Any]) -> dict[str, Any]:
 
 
 def values_to_results(
-    project: Any, values: dict[str, Any], *, origin: dict[str, str] | str | None = None
+    project: Any,
+    values: dict[str, Any],
+    *,
+    origin: dict[str, str] | str | None = None,
+    normalized: bool = False,
 ) -> list[dict[str, Any]]:
-    """Field values (normalized, top-level names) -> Label Studio result items."""
+    """Field values (top-level names) -> Label Studio result items.
+
+    Values are normalized first unless ``normalized`` says they already are (stored values).
+    """
     obj = OBJECT_NAME[project.media]
     out: list[dict[str, Any]] = []
 
@@ -335,7 +342,7 @@ def values_to_results(
     for name, ft in project.field_types.items():
         if name not in values:
             continue
-        value = ft.normalize(values[name])
+        value = values[name] if normalized else ft.normalize(values[name])
         if value is None:
             continue
         cname = control_name(name)

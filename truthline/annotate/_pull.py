@@ -10,6 +10,7 @@ its project, task and annotation ids and skipped; the rest is stored.
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
@@ -89,7 +90,9 @@ def pull(store: Store, project: Any, client: LSClient, *, progress: bool = True)
     with Progress(disable=not progress, transient=True) as bar:
         ptask = bar.add_task("pulling", total=len(lsp))
         for row in lsp:
+            t0 = time.perf_counter()
             tasks = client.snapshot_export(row.ls_project_id)
+            export_s = time.perf_counter() - t0
             if users is None and any(
                 isinstance(a.get("completed_by"), int)
                 for t in tasks
@@ -98,7 +101,9 @@ def pull(store: Store, project: Any, client: LSClient, *, progress: bool = True)
                 users = client.users()
             stats = _pull_project(store, project, client, row, tasks, users or {}, rep)
             rep.projects.append(
-                {"ls_project_id": row.ls_project_id, "arm": row.arm, "cohort": row.cohort} | stats
+                {"ls_project_id": row.ls_project_id, "arm": row.arm, "cohort": row.cohort}
+                | stats
+                | {"export_seconds": round(export_s, 2)}
             )
             bar.advance(ptask)
     return rep

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import posixpath
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -139,21 +141,37 @@ def ensure_ls_project(
     return int(created["id"]), title
 
 
-def _media_urls(item: dict, media_base: str, media_root: Path) -> list[str]:
-    root = Path(os.path.realpath(media_root))
-    urls = []
-    for rel in item["media"]:
-        full = Path(os.path.realpath(Path(item["media_root"]) / rel))
-        try:
-            served = full.relative_to(root).as_posix()
-        except ValueError:
-            raise TruthlineError(
-                f"item {item['id']} ({item['key']}): media {full} is outside the served media "
-                f"root {root}; restart `truthline annotate serve --media-root DIR` with a folder "
-                "that contains it"
-            ) from None
-        urls.append(media_url(media_base, served))
-    return urls
+class _Urls:
+    """Media URLs relative to the served root (one realpath per item media root, not per file)."""
+
+    def __init__(self, media_base: str, media_root: Path):
+        self.base = media_base
+        self.root = Path(os.path.realpath(media_root))
+        self._prefix: dict[str, str] = {}
+
+    def __call__(self, item: dict) -> list[str]:
+        iroot = item["media_root"]
+        if iroot not in self._prefix:
+            real = Path(os.path.realpath(iroot))
+            try:
+                rel = real.relative_to(self.root).as_posix()
+            except ValueError:
+                raise self._outside(item, real) from None
+            self._prefix[iroot] = "" if rel == "." else rel + "/"
+        out = []
+        for m in item["media"]:
+            rel = posixpath.normpath(self._prefix[iroot] + m)
+            if rel.startswith("../") or rel == ".." or rel.startswith("/"):
+                raise self._outside(item, Path(iroot) / m)
+            out.append(media_url(self.base, rel))
+        return out
+
+    def _outside(self, item: dict, where: Path) -> TruthlineError:
+        return TruthlineError(
+            f"item {item['id']} ({item['key']}): media {where} is outside the served media "
+            f"root {self.root}; restart `truthline annotate serve --media-root DIR` with a "
+            "folder that contains it"
+        )
 
 
 def _predictions(store: Store, project: str, model_version: str | None) -> tuple[str, dict]:
@@ -315,71 +333,80 @@ def push(
         todo, weights = _sample_review(store, project, todo, review_preds, sample, strategy, seed)
         rep.sample_weights = {str(i): w for i, w in weights.items()}
 
-    from rich.progress import Progress
+    urls = _Urls(media_base, media_root)
 
-    with Progress(disable=not progress, transient=True) as bar:
-        task = bar.add_task(f"pushing {arm} tasks", total=len(todo))
-        for start in range(0, len(todo), batch):
-            chunk = todo[start : start + batch]
-            payload = []
-            for i in chunk:
-                it = items[i]
-                t: dict[str, Any] = {
-                    "data": task_data(
-                        project, i, _media_urls(it, media_base, media_root), it["key"]
-                    )
-                }
-                if arm == "anchored":
-                    pr = preds[i]
-                    t["predictions"] = [
-                        {
-                            "model_version": model_version,
-                            "result": values_to_results(project, pr.values),
-                        }
-                    ]
-                elif arm == "review":
-                    t["predictions"] = [
-                        {
-                            "model_version": f"tier1:{who}",
-                            "result": values_to_results(project, vals),
-                        }
-                        for who, vals in review_preds[i]
-                    ]
-                payload.append(t)
-            resp = client.post(f"/api/projects/{ls_pid}/import", payload, return_task_ids="true")
-            ids = resp.get("task_ids") or []
-            if len(ids) != len(chunk):
-                raise TruthlineError(
-                    f"Label Studio project {ls_pid}: imported {len(chunk)} tasks but got "
-                    f"{len(ids)} ids back; rerun push to reconcile"
-                )
-            rows, exps = [], []
-            for i, tid in zip(chunk, ids, strict=True):
-                pr = preds.get(i)
-                rows.append(
+    def build(chunk: list[int]) -> list[dict]:
+        payload = []
+        for i in chunk:
+            it = items[i]
+            t: dict[str, Any] = {"data": task_data(project, i, urls(it), it["key"])}
+            if arm == "anchored":
+                t["predictions"] = [
                     {
+                        "model_version": model_version,
+                        "result": values_to_results(project, preds[i].values, normalized=True),
+                    }
+                ]
+            elif arm == "review":
+                t["predictions"] = [
+                    {"model_version": f"tier1:{who}", "result": values_to_results(project, vals)}
+                    for who, vals in review_preds[i]
+                ]
+            payload.append(t)
+        return payload
+
+    def record(chunk: list[int], resp: dict) -> None:
+        ids = resp.get("task_ids") or []
+        if len(ids) != len(chunk):
+            raise TruthlineError(
+                f"Label Studio project {ls_pid}: imported {len(chunk)} tasks but got "
+                f"{len(ids)} ids back; rerun push to reconcile"
+            )
+        rows, exps = [], []
+        for i, tid in zip(chunk, ids, strict=True):
+            pr = preds.get(i)
+            rows.append(
+                {
+                    "item_id": i,
+                    "ls_task_id": int(tid),
+                    "prediction_id": pr.id if pr is not None else None,
+                    "sample_weight": weights.get(i),
+                }
+            )
+            for who in annotators or []:
+                exps.append(
+                    {
+                        "project": project.name,
                         "item_id": i,
-                        "ls_task_id": int(tid),
+                        "annotator": who,
+                        "arm": arm,
                         "prediction_id": pr.id if pr is not None else None,
-                        "sample_weight": weights.get(i),
+                        "model_version": model_version if pr is not None else None,
+                        "prompt_hash": pr.prompt_hash if pr is not None else None,
+                        "ls_project_id": ls_pid,
                     }
                 )
-                for who in annotators or []:
-                    exps.append(
-                        {
-                            "project": project.name,
-                            "item_id": i,
-                            "annotator": who,
-                            "arm": arm,
-                            "prediction_id": pr.id if pr is not None else None,
-                            "model_version": model_version if pr is not None else None,
-                            "prompt_hash": pr.prompt_hash if pr is not None else None,
-                            "ls_project_id": ls_pid,
-                        }
-                    )
-            _record(store, client, ls_pid, rows, exps)
-            rep.created += len(chunk)
-            rep.predictions += int(resp.get("prediction_count") or 0)
+        _record(store, client, ls_pid, rows, exps)
+        rep.created += len(chunk)
+        rep.predictions += int(resp.get("prediction_count") or 0)
+
+    from rich.progress import Progress
+
+    chunks = [todo[s : s + batch] for s in range(0, len(todo), batch)]
+    with (
+        Progress(disable=not progress, transient=True) as bar,
+        ThreadPoolExecutor(max_workers=1) as pool,
+    ):
+        task = bar.add_task(f"pushing {arm} tasks", total=len(todo))
+        # pipelined: the next batch is built while the server imports the current one;
+        # one request at a time, each batch recorded as soon as the server confirms it
+        nxt = build(chunks[0]) if chunks else []
+        for k, chunk in enumerate(chunks):
+            fut = pool.submit(
+                client.post, f"/api/projects/{ls_pid}/import", nxt, return_task_ids="true"
+            )
+            nxt = build(chunks[k + 1]) if k + 1 < len(chunks) else []
+            record(chunk, fut.result())
             bar.advance(task, len(chunk))
     if arm == "anchored" and (rep.created or rep.existing):
         client.patch(

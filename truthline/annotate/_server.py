@@ -128,9 +128,6 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
-_APPLYING = re.compile(r"Applying \S+\.\S+")
-
-
 @dataclass
 class LocalServer:
     """A Label Studio process whose data dir (SQLite, media, .env) lives in ``data_dir``."""
@@ -247,8 +244,8 @@ class LocalServer:
                 if health(self.url, timeout=1.0):
                     return
                 if fresh:
-                    n = len(_APPLYING.findall(self.log_tail(1 << 22)))
-                    bar.update(task, description=f"{what}: {n} applied")
+                    n = self.migrations_applied()
+                    bar.update(task, description=f"{what}: {n} of ~400 applied")
                 time.sleep(0.5)
         raise TruthlineError(
             f"Label Studio did not answer {self.url}/health within {timeout:.0f} s; "
@@ -263,6 +260,21 @@ class LocalServer:
                 f"port {self.port} was taken and Label Studio moved to another port; stopped it. "
                 "Free the port or pass --port N"
             )
+
+    def migrations_applied(self) -> int:
+        """Rows in Django's migration table (Label Studio runs ``migrate`` with verbosity 0)."""
+        import sqlite3
+
+        db = self.data_dir / "label_studio.sqlite3"
+        if not db.is_file():
+            return 0
+        try:
+            with contextlib.closing(
+                sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.2)
+            ) as c:
+                return int(c.execute("SELECT count(*) FROM django_migrations").fetchone()[0])
+        except sqlite3.Error:
+            return 0
 
     def log_tail(self, size: int = 4000) -> str:
         try:
