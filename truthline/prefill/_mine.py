@@ -54,7 +54,7 @@ class MineConfig:
     seed: int = 0
     batch: int = 16
     jpeg_quality: int = 90
-    seek_gap_s: float = 1.0
+    seek_gap_s: float = 5.0
     """Frame extraction seeks for jumps longer than this, else decodes forward."""
 
 
