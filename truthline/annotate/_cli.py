@@ -109,9 +109,12 @@ def push(
 ) -> None:
     """Create the arm's Label Studio project and import the tasks it lacks (idempotent)."""
     from truthline.annotate._local import target
+    from truthline.annotate._push import ARMS
     from truthline.annotate._push import push as _push
     from truthline.errors import TruthlineError
 
+    if arm not in ARMS:
+        raise typer.BadParameter(f"{arm!r} is not one of {', '.join(ARMS)}", param_hint="--arm")
     ws = workspace(ctx)
     proj = ws.registered(project)
     tgt = target(ws, url=url, media_base=media_base, media_root=media_root)
