@@ -141,9 +141,9 @@ def copy_dir(src: Path, dest: Path) -> None:
 
 @pytest.fixture
 def all_types_project(tmp_path: Path):
-    from test_annotate_units import ALL_TYPES
-
     from truthline.project import load_project
+
+    from .test_annotate_units import ALL_TYPES
 
     (tmp_path / "alltypes").mkdir()
     (tmp_path / "alltypes" / "project.toml").write_text(ALL_TYPES)

@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import LS, start_copy
 from sqlalchemy import select
 
 from truthline.annotate import (
@@ -21,6 +20,8 @@ from truthline.annotate import (
 )
 from truthline.annotate._users import USERS_FILE
 from truthline.store import tables
+
+from .conftest import LS, start_copy
 
 pytestmark = pytest.mark.labelstudio
 
@@ -269,9 +270,9 @@ def test_push_annotate_pull_roundtrip(ls: LS, steel_ws, media_server, tmp_path: 
     assert got["scene_type"] == "yard" and got["worker_count"] == 2  # the valid result wins
 
     # new items -> only those are pushed (each arm's project gets just its new ones)
-    from conftest import SIM_MODEL
-
     from truthline.store import now
+
+    from .conftest import SIM_MODEL
 
     src = ws.store.items(project.name)[0]
     with ws.store.begin() as conn:
