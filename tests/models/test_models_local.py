@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 from sqlalchemy import select
-from tiny_vlm import build_tiny_llava  # type: ignore[import-not-found]
+from tests.models.tiny_vlm import build_tiny_llava
 
 from truthline.models import MODEL_FAILURE, PARSED, FrameRef, ModelRequest, get_backend, run_requests
 from truthline.store import tables

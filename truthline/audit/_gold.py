@@ -16,24 +16,32 @@ from typing import Any, Literal
 from sqlalchemy import select
 
 from truthline.audit._data import REVIEW_ARMS, AuditData, leaf_of
+from truthline.errors import TruthlineError
 from truthline.fields import EntityList
 from truthline.store import Store, json_hash, now, tables
 
 PROVENANCES = ("expert", "blind_consensus", "anchored_kept", "anchored_corrected", "adjudicated")
-SLICES = ("blind", "anchored", "vlm_sourced")
-"""Benchmark slices: blind = blind consensus + expert values on blind items; anchored =
-anchored kept + corrected; VLM-sourced = anchored kept (a retained prefill)."""
+SLICES = ("all", "blind", "anchored", "vlm-sourced")
+"""Gold slices by provenance (METRICS.md §4): ``blind`` = blind consensus plus expert values on
+blind-arm items; ``anchored`` = anchored_kept + anchored_corrected; ``vlm-sourced`` =
+anchored_kept (gold that came from a retained prefill); ``all`` = every gold value."""
 
 
-def in_slice(provenance: str, arm: str, name: str) -> bool:
-    """Whether a gold value (its provenance and arm) belongs to a benchmark slice."""
+def in_slice(name: str, provenance: str, arm: str | None) -> bool:
+    """Whether a gold value (its provenance, on an item of ``arm``) belongs to slice ``name``.
+
+    The one definition of the slices; the benchmark and the audit both call it.
+    """
+    name = name.replace("_", "-")
+    if name == "all":
+        return True
     if name == "blind":
         return provenance == "blind_consensus" or (provenance == "expert" and arm == "blind")
     if name == "anchored":
         return provenance in ("anchored_kept", "anchored_corrected")
-    if name == "vlm_sourced":
+    if name == "vlm-sourced":
         return provenance == "anchored_kept"
-    raise KeyError(f"unknown slice {name!r} (known: {', '.join(SLICES)})")
+    raise TruthlineError(f"unknown gold slice {name!r} (use one of {', '.join(SLICES)})")
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,10 @@ registry (``metric``) and the rule-baseline registry (``rule``). Pure metric fun
 arrays live in ``truthline.benchmark.metrics``.
 """
 
+from truthline.audit._gold import SLICES, in_slice
 from truthline.benchmark import _metrics as metrics
 from truthline.benchmark._baselines import registered_rules, rule
-from truthline.benchmark._gold import SLICES, Gold, GoldItem, in_slice, load_gold
+from truthline.benchmark._gold import Gold, GoldItem, load_gold
 from truthline.benchmark._registry import Scored, compute_metrics, metric, registered_metrics
 from truthline.benchmark._results import (
     RunData,

@@ -1,8 +1,6 @@
 """Gold as the benchmark sees it: decision-level values with provenance, sliced by origin.
 
-Slices (shared contract): ``blind`` = blind_consensus plus expert values on blind-arm
-items; ``anchored`` = anchored_kept + anchored_corrected; ``vlm-sourced`` = anchored_kept
-(gold that came from a retained prefill); ``all`` = every gold value.
+The slices are defined once, beside finalize, in ``truthline.audit._gold.in_slice``.
 """
 
 from __future__ import annotations
@@ -12,23 +10,9 @@ from typing import Any
 
 from sqlalchemy import select
 
+from truthline.audit._gold import in_slice
 from truthline.errors import TruthlineError
 from truthline.store import Store, tables
-
-SLICES = ("all", "blind", "anchored", "vlm-sourced")
-
-
-def in_slice(slice_: str, provenance: str, arm: str | None) -> bool:
-    """Whether a gold decision with this provenance (on an item of this arm) is in a slice."""
-    if slice_ == "all":
-        return True
-    if slice_ == "blind":
-        return provenance == "blind_consensus" or (provenance == "expert" and arm == "blind")
-    if slice_ == "anchored":
-        return provenance in ("anchored_kept", "anchored_corrected")
-    if slice_ == "vlm-sourced":
-        return provenance == "anchored_kept"
-    raise TruthlineError(f"unknown gold slice {slice_!r} (use one of {', '.join(SLICES)})")
 
 
 @dataclass

@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 from sqlalchemy import select
 
+from truthline.audit._gold import SLICES, in_slice
 from truthline.benchmark import _metrics as M
-from truthline.benchmark._gold import SLICES, in_slice
 from truthline.benchmark._registry import Scored, compute_metrics, confidence_value, plain
 from truthline.benchmark._runner import load_manifest
 from truthline.errors import TruthlineError
