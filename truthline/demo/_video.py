@@ -68,7 +68,7 @@ def write_videos(
     meta_rows = []
     for ci, (site, cam) in enumerate(cams):
         video = f"{cam}_20261130_0800.mp4"
-        writer = cv2.VideoWriter(str(out / video), cv2.VideoWriter_fourcc(*"mp4v"), fps, size)
+        writer = cv2.VideoWriter(str(out / video), cv2.VideoWriter.fourcc(*"mp4v"), fps, size)
         t = gap_s / 2
         blank = np.full((size[1], size[0], 3), (70, 72, 75), np.uint8)
         for _ in range(round(gap_s / 2 * fps)):
