@@ -25,6 +25,7 @@ export PATH="$VENV/bin:$PATH"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1
 export YOLO_OFFLINE=1 YOLO_VERBOSE=False YOLO_AUTOINSTALL=False
 export TRUTHLINE_TEST_TMP=${TRUTHLINE_TEST_TMP:-$(mktemp -d /tmp/truthline-test.XXXXXX)}
+chmod 755 "$TRUTHLINE_TEST_TMP"  # the postgres OS user must reach its data dir inside
 export YOLO_CONFIG_DIR=$TRUTHLINE_TEST_TMP/yolo MPLCONFIGDIR=$TRUTHLINE_TEST_TMP/mpl
 
 step "system packages (PostgreSQL, Chromium)"

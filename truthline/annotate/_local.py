@@ -55,13 +55,13 @@ def read_state(ws: Any) -> dict[str, Any]:
 
 def default_media_root(ws: Any, project: str | None = None) -> Path:
     """The one media root the project's items use, else the workspace's media folder."""
-    from sqlalchemy import distinct, select
+    from sqlalchemy import select
 
     from truthline.store import tables
 
     roots: list[str] = []
     try:
-        q = select(distinct(tables.items.c.media_root))
+        q = select(tables.items.c.media_root).distinct()
         if project:
             q = q.where(tables.items.c.project == project)
         with ws.store.begin() as conn:

@@ -330,7 +330,13 @@ def push(
         rep.skipped_no_prediction = sum(1 for i in todo if i not in preds)
         todo = [i for i in todo if i in preds]
     if arm == "review":
-        todo, weights = _sample_review(store, project, todo, review_preds, sample, strategy, seed)
+        # --sample N is the review project's target size: a rerun tops it up, never adds N more
+        want = None if sample is None else max(0, sample - len(on_server))
+        if want == 0:
+            todo = []
+            weights = {}
+        else:
+            todo, weights = _sample_review(store, project, todo, review_preds, want, strategy, seed)
         rep.sample_weights = {str(i): w for i, w in weights.items()}
 
     urls = _Urls(media_base, media_root)

@@ -10,8 +10,10 @@ arrays live in ``truthline.benchmark.metrics``.
 from truthline.audit._gold import SLICES, in_slice
 from truthline.benchmark import _metrics as metrics
 from truthline.benchmark._baselines import registered_rules, rule
+from truthline.benchmark._export import export_release, load_release
 from truthline.benchmark._gold import Gold, GoldItem, load_gold
 from truthline.benchmark._registry import Scored, compute_metrics, metric, registered_metrics
+from truthline.benchmark._report import write_report
 from truthline.benchmark._results import (
     RunData,
     compare_gold,
@@ -35,11 +37,13 @@ __all__ = [
     "compare_gold",
     "compute_metrics",
     "condition_change",
+    "export_release",
     "in_slice",
     "leaderboard",
     "list_runs",
     "load_gold",
     "load_manifest",
+    "load_release",
     "load_run",
     "metric",
     "metrics",
@@ -50,4 +54,5 @@ __all__ = [
     "rule",
     "run_benchmark",
     "score_answer",
+    "write_report",
 ]

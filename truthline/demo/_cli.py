@@ -1,14 +1,14 @@
-"""`truthline demo`: the loop on embedded defaults, with SIMULATED data."""
+"""`truthline demo`: the whole loop on embedded defaults, with SIMULATED data, models and people."""
 
 from __future__ import annotations
 
-import tempfile
+import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from truthline._cli_common import JsonOpt, console, emit, print_json
+from truthline._cli_common import JsonOpt, console, err_console, print_json
 from truthline.workspace import Workspace
 
 
@@ -16,35 +16,66 @@ def demo(
     workspace_dir: Annotated[
         Path | None,
         typer.Option(
-            "--workspace", help="Workspace for the demo (default: a new temporary folder)."
+            "--workspace",
+            help="Workspace for the demo.  [default: ./demo-workspace, or TRUTHLINE_DEMO_WORKSPACE]",
         ),
     ] = None,
-    clips: Annotated[
-        int, typer.Option("--clips", help="Number of simulated clips to generate.")
-    ] = 12,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    size: Annotated[
+        str, typer.Option("--size", help="small (~56 clips, a few minutes) or full (~240 clips).")
+    ] = "small",
+    fresh: Annotated[
+        bool,
+        typer.Option(
+            "--fresh", help="Start over: stop the demo's Label Studio and delete its workspace."
+        ),
+    ] = False,
+    model: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--model",
+            help="Also prefill with a real model spec, e.g. openai:qwen2.5-vl@http://127.0.0.1:8000/v1 (repeatable).",
+        ),
+    ] = None,
+    port: Annotated[int, typer.Option("--port", help="Label Studio port on 127.0.0.1.")] = 8080,
+    media_port: Annotated[
+        int, typer.Option("--media-port", help="Media server port on 127.0.0.1.")
+    ] = 8090,
+    seed: Annotated[
+        int, typer.Option("--seed", help="Seed for the simulation and every sample.")
+    ] = 0,
     as_json: JsonOpt = False,
 ) -> None:
-    """Run the demo on SIMULATED CCTV clips: init steel-safety, import generated media, show status."""
-    from truthline.demo._scene import write_dataset
-    from truthline.media import import_items
+    """Run the whole loop unattended on SIMULATED CCTV clips.
 
-    root = workspace_dir or Path(tempfile.mkdtemp(prefix="truthline-demo-"))
+    Generates videos with known truth, mines clips, prefills with a SIMULATED VLM, starts
+    Label Studio, has SIMULATED annotators (careful, noisy, over-corrector, rubber-stamper)
+    and a SIMULATED expert label through its API, audits the anchoring, excludes the flagged
+    annotator, finalizes gold, benchmarks two SIMULATED models and a rule baseline, and
+    writes reports and a release. Rerunning resumes; --fresh starts over.
+    """
+    from truthline.demo._loop import Demo, fresh_workspace
+
+    root = Path(
+        workspace_dir or os.environ.get("TRUTHLINE_DEMO_WORKSPACE") or "demo-workspace"
+    ).resolve()
+    if fresh:
+        fresh_workspace(root)
     ws = Workspace.from_env(root)
-    console.print(f"[bold]truthline demo[/] in {ws.root} (all data here is SIMULATED)")
-    project = ws.init_project("steel-safety")
-    media = ws.media_dir / project.name
-    console.print(f"generating {clips} simulated 8-frame CCTV clips in {media} ...")
-    csv_path = write_dataset(media, n_clips=clips, seed=seed)
-    rep = import_items(ws.store, project, media, metadata=csv_path, progress=not as_json)
-    status = ws.store.status(project.name)
-    data = {"workspace": str(ws.root), "import": rep.as_dict(), "status": status}
-
-    def render() -> None:
-        console.print(
-            f"imported: {rep.added} added, {rep.unchanged} unchanged, {len(rep.skipped)} skipped"
-        )
-        print_json(status)
-        console.print(f"\nnext: truthline --workspace {ws.root} status")
-
-    emit(data, as_json, render)
+    out = err_console if as_json else console
+    if not out.is_terminal:
+        out.width = max(out.width, 120)  # logs and CI: keep the summary table readable
+    out.print(
+        f"[bold]truthline demo[/] ({size}) in {root} — all data, models and annotators are SIMULATED"
+    )
+    result = Demo(
+        ws,
+        size=size,
+        seed=seed,
+        models=model,
+        port=port,
+        media_port=media_port,
+        console=out,
+        quiet=as_json,
+    ).run()
+    if as_json:
+        print_json(result.as_dict())

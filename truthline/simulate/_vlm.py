@@ -57,6 +57,11 @@ class SimProfile:
     """P(an entity such as a worker is left out)."""
     format_failure: float = 0.0
     """P(the raw answer is not valid JSON) — exercises model-failure accounting."""
+    shared_errors: float = 0.8
+    """Share of decisions drawn from the item's shared random stream (common to every
+    SIMULATED model): models err on the same hard items and in the same way, as real VLMs
+    do (SteelBench's B1 magnet). This correlation is what lets anchored gold, which keeps
+    the prefill's errors, inflate other models' scores."""
 
     def error_rate(self, path: str) -> float:
         return self.field_error.get(path, self.default_error)
@@ -170,14 +175,23 @@ def _leaf(path: str) -> str:
 
 
 class _Sim:
-    def __init__(self, prof: SimProfile, rng: random.Random):
+    def __init__(self, prof: SimProfile, rng: random.Random, item_key: str = ""):
         self.p = prof
+        self.own = rng
         self.rng = rng
+        self.item_key = item_key
+        self.entity = ""
         self.errors = 0
         self.decisions = 0
 
     def hit(self, rate: float) -> bool:
         return self.rng.random() < rate
+
+    def stream(self, path: str) -> None:
+        """Pick the random stream for one decision: the item's shared one (same draws for
+        every SIMULATED model) with probability ``shared_errors``, else the model's own."""
+        shared = self.own.random() < self.p.shared_errors
+        self.rng = seeded_rng("shared", self.item_key, self.entity, path) if shared else self.own
 
     def value(self, ft: FieldType, truth: Any, known: bool) -> Any:
         leaf = _leaf(ft.path)
@@ -188,6 +202,7 @@ class _Sim:
         if isinstance(ft, Reading | Region):
             return truth if known else None
         self.decisions += 1
+        self.stream(ft.path)
         if isinstance(ft, Boolean):
             if not known:
                 return self.hit(self.p.false_alarm) if ft.spec.safety else False
@@ -248,6 +263,8 @@ class _Sim:
         for ent in truth:
             if not isinstance(ent, dict):
                 continue
+            self.entity = str(ent.get(ft.spec.key or "", ""))
+            self.stream(ft.path)
             if self.hit(self.p.miss_entity):
                 self.errors += 1
                 continue
@@ -267,10 +284,12 @@ class _Sim:
             if "confidence" in ft.subfields:
                 ans["confidence"] = self.confidence()
             out.append({k: v for k, v in ans.items() if v is not None})
+        self.entity, self.rng = "", self.own
         return out
 
     def confidence(self) -> str:
         """Stated confidence loosely tracking whether errors were made (for calibration)."""
+        self.rng = self.own
         if self.errors == 0:
             return self.rng.choice(["high", "high", "high", "medium"])
         return self.rng.choice(["high", "medium", "medium", "low"])
@@ -284,7 +303,7 @@ def simulated_answer(profile: str, truth: dict[str, Any], project: Any, key: str
     Fields the truth does not cover get a neutral answer (``cannot_tell``, false, empty).
     """
     prof = get_profile(profile)
-    sim = _Sim(prof, seeded_rng(profile, key))
+    sim = _Sim(prof, seeded_rng(profile, key), item_key=key.split("#")[0])
     truth = truth or {}
     out: dict[str, Any] = {}
     for name, ft in project.field_types.items():
