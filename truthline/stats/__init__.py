@@ -41,6 +41,7 @@ from truthline.stats._point import (
 )
 from truthline.stats._ratings import AgreementError, Ratings, as_ratings, from_counts, from_long
 from truthline.stats._resample import multiplicity_blocks
+from truthline.stats._store import ratings_from_store
 from truthline.stats._structure import (
     RaterVsMajority,
     ScorerReport,
@@ -84,6 +85,7 @@ __all__ = [
     "paired_diff_ci",
     "pairwise_agreement",
     "percentile_ci",
+    "ratings_from_store",
     "ratio_ci",
     "registered_coefficients",
     "scorer_vs_majority",

@@ -15,7 +15,7 @@ import numpy as np
 from truthline.stats._bootstrap import CI, DEFAULT_RESAMPLES, _scheme, percentile_ci
 from truthline.stats._coef import Coefficient, get_coefficient, registered_coefficients
 from truthline.stats._ratings import AgreementError, Ratings, as_ratings
-from truthline.stats._resample import multiplicity_blocks
+from truthline.stats._resample import compress, multiplicity_blocks, pattern_blocks
 
 CI_METHODS = ("bootstrap", "none")
 
@@ -86,12 +86,25 @@ def bootstrap_values(
     clusters: Sequence[Any] | None = None,
     strata: Sequence[Any] | None = None,
 ) -> list[np.ndarray]:
-    """Bootstrap distributions of several prepared coefficients on the same resamples."""
+    """Bootstrap distributions of several prepared coefficients on the same resamples.
+
+    When many resampling units share a feature row (categorical data: at most a few
+    hundred distinct count vectors), draws are counted per pattern with a multinomial,
+    the exact first stage of the unit bootstrap (``_resample.Patterns``); otherwise the
+    unit multiplicities are drawn. Either way the result is a function of (data, seed).
+    """
     out: list[list[np.ndarray]] = [[] for _ in prepared]
-    for W in multiplicity_blocks(n, resamples, seed, clusters=clusters, strata=strata):
-        Wf = W.astype(float)
-        for k, c in enumerate(prepared):
-            out[k].append(c.values(Wf))
+    pats = compress([c.features for c in prepared], n, clusters=clusters, strata=strata)
+    if pats is not None:
+        for C in pattern_blocks(pats, resamples, seed):
+            Cf = C.astype(float)
+            for k, c in enumerate(prepared):
+                out[k].append(c.from_sums(Cf @ pats.features[k]))
+    else:
+        for W in multiplicity_blocks(n, resamples, seed, clusters=clusters, strata=strata):
+            Wf = W.astype(float)
+            for k, c in enumerate(prepared):
+                out[k].append(c.values(Wf))
     return [np.concatenate(v) if v else np.empty(0) for v in out]
 
 

@@ -119,8 +119,13 @@ class Coefficient:
 
     # -- shared ----------------------------------------------------------------------
     def values(self, W: np.ndarray) -> np.ndarray:
+        """Coefficient values for unit multiplicities ``W`` (B x units)."""
+        return self.from_sums(_sum(np.asarray(W, dtype=float), self.features))
+
+    def from_sums(self, S: np.ndarray) -> np.ndarray:
+        """Coefficient values from feature sums ``S`` (B x k); undefined -> NaN."""
         with np.errstate(invalid="ignore", divide="ignore"):
-            return self.finish(_sum(np.asarray(W, dtype=float), self.features))
+            return self.finish(S)
 
     def point(self) -> float:
         v = float(self.values(np.ones((1, self.r.n_units)))[0])

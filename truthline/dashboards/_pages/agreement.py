@@ -60,8 +60,7 @@ def _item_meta(ctx: Context) -> dict[str, dict[str, Any]]:
 
 def _ratings(ctx: Context, field: str, arm: str | None, stratum: tuple[str, str] | None):
     """Units x annotators for one field, restricted to the items of one stratum value."""
-    from truthline.stats import AgreementError
-    from truthline.stats._store import ratings_from_store
+    from truthline.stats import AgreementError, ratings_from_store
 
     r, ft = ratings_from_store(ctx.store, ctx.project, field, arm=arm, tier=1)
     parents = r.meta.get("parents")
