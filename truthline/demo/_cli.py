@@ -63,7 +63,7 @@ def demo(
     ws = Workspace.from_env(root)
     out = err_console if as_json else console
     if not out.is_terminal:
-        out.width = max(out.width, 120)  # logs and CI: keep the summary table readable
+        out.width = max(out.width, 150)  # logs and CI: keep the summary table readable
     out.print(
         f"[bold]truthline demo[/] ({size}) in {root} — all data, models and annotators are SIMULATED"
     )

@@ -60,7 +60,7 @@ class AuditSettings(_Strict):
     expert_sample_rate: float = Field(0.27, ge=0, le=1)
     override_rate_factor: float = Field(2.0, gt=0)
     """Flag an annotator whose override rate is below the team range's low end / this factor."""
-    vlm_kappa_margin: float = 0.0
+    vlm_kappa_margin: float = 0.1
     """Flag when VLM-agreement kappa exceeds the retained team ceiling by more than this."""
     min_vlm_errors: int = Field(10, ge=1)
     """Zero productive overrides is a signal only over at least this many VLM errors."""
@@ -99,6 +99,18 @@ class BenchmarkSettings(_Strict):
     public_inputs: list[str] = []
     """Metadata columns a model may see; everything else stays private."""
     output_cap: int = Field(1024, gt=0)
+    read_field: str | None = None
+    """Four-way read/ground decomposition: the reading field ..."""
+    ground_field: str | None = None
+    """... and the grounding field, joined per item (and entity)."""
+    balance: list[str] = []
+    """Balanced aggregation: "parent" and/or one metadata column naming the item type."""
+    environment: str | None = None
+    """Metadata column the routing oracle routes by (default: the benchmark strata)."""
+    transfer_column: str | None = None
+    """Metadata column splitting items into the two sets of rank transfer."""
+    hard_rule: str | None = None
+    """Rule baseline whose failures define the hard subset (default: the run's first rule)."""
 
 
 class Project(_Strict):
