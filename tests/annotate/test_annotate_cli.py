@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import select
 from typer.testing import CliRunner
 
+from truthline.annotate import LSClient
 from truthline.annotate._server import CREDENTIALS_NAME, free_port
 from truthline.annotate._users import USERS_FILE
 from truthline.annotate.server_env import ensure_template
@@ -92,7 +93,10 @@ def test_cli_serve_push_label_in_browser_pull(steel_ws, dataset, artifacts_dir: 
                 .order_by(tables.ls_tasks.c.id)
             ).first()
         shot = artifacts_dir / "ls-anchored-task.png"
-        _label_in_browser(
+        with LSClient(info["url"], token) as admin:
+            data = admin.get(f"/api/tasks/{lt.ls_task_id}")["data"]
+        assert len(data["frames"]) == 8 and data["image"] == data["frames"][4]
+        shown = _label_in_browser(
             info["url"],
             "ann1@example.com",
             password,
@@ -102,6 +106,8 @@ def test_cli_serve_push_label_in_browser_pull(steel_ws, dataset, artifacts_dir: 
             tmp_path,
         )
         assert shot.stat().st_size > 10_000
+        # the annotator sees the whole clip (every frame, as thumbnails) and the key frame
+        assert set(data["frames"]) <= shown, sorted(shown)
 
         out, rep = run(ws, "annotate", "pull", "--json")
         outputs.append(out)
@@ -128,7 +134,8 @@ def test_cli_serve_push_label_in_browser_pull(steel_ws, dataset, artifacts_dir: 
         assert token not in log.read_text(errors="replace")
 
 
-def _label_in_browser(url, email, password, pid, task_id, shot: Path, tmp: Path) -> None:
+def _label_in_browser(url, email, password, pid, task_id, shot: Path, tmp: Path) -> set[str]:
+    """Log in, open the task, screenshot it, submit; returns the image URLs on the page."""
     from playwright.sync_api import sync_playwright
 
     assert os.path.exists(CHROMIUM), "Debian chromium is required (scripts/test.sh installs it)"
@@ -163,6 +170,8 @@ def _label_in_browser(url, email, password, pid, task_id, shot: Path, tmp: Path)
         page.wait_for_selector("img", timeout=60_000)
         page.wait_for_timeout(3000)
         page.screenshot(path=str(shot), full_page=False)
+        shown = set(page.eval_on_selector_all("img", "els => els.map(e => e.src)"))
         page.get_by_role("button", name="Submit").click()
         page.wait_for_timeout(3000)
         ctx.close()
+    return shown

@@ -18,6 +18,7 @@ from truthline.annotate import (
     label_config,
     resolve_media,
     results_to_values,
+    task_data,
     values_to_results,
 )
 from truthline.annotate._labelconfig import is_placeholder, placeholder_box
@@ -229,6 +230,51 @@ def test_steel_config_and_roundtrip(steel_project):
     assert conv.problems == []
     for k, v in truth.items():
         assert conv.values[k] == steel_project.field_types[k].normalize(v)
+
+
+def test_frames_config_shows_the_whole_clip_beside_the_key_frame(steel_project):
+    import xml.etree.ElementTree as ET
+
+    root = ET.fromstring(label_config(steel_project))
+    images = {el.get("name"): el for el in root.iter("Image")}
+    # boxes and every control point at the key frame; the clip viewer gets every frame
+    assert images["image"].get("value") == "$image"
+    assert images["clip"].get("value") == "$frames" and images["clip"].get("valueList") is None
+    targets = {el.get("toName") for el in root.iter() if el.get("toName")}
+    assert targets == {"image"}
+    urls = [f"http://m/clip/{i:02d}.jpg" for i in range(8)]
+    data = task_data(steel_project, 7, urls, "BF-1/clip_0002")
+    assert data["image"] == urls[4] and data["frames"] == urls
+    assert data["frames_note"].startswith("BF-1/clip_0002: key frame 5 of 8")
+
+
+def test_frames_results_with_item_index_read_back_the_same(steel_project):
+    truth = {
+        "scene_type": "yard",
+        "workers": [
+            {
+                "worker_id": "P1",
+                "action": "C2",
+                "box": [{"x": 10, "y": 30, "width": 8, "height": 20, "label": "worker"}],
+            }
+        ],
+    }
+    plain = values_to_results(steel_project, truth)
+    # as a multi-image object would export them: the frame index on every region result
+    indexed = [r | {"item_index": 4} if "id" in r else r for r in plain]
+    a, b = results_to_values(steel_project, plain), results_to_values(steel_project, indexed)
+    assert a.problems == [] and b.problems == []
+    assert a.values == b.values
+    assert a.values["workers"][0]["box"][0]["x"] == 10.0
+
+
+def test_a_field_named_like_an_object_tag_is_refused(tmp_path):
+    (tmp_path / "f").mkdir()
+    (tmp_path / "f" / "project.toml").write_text(
+        'name = "f"\nmedia = "frames"\n[fields.clip]\ntype = "boolean"\n'
+    )
+    with pytest.raises(TruthlineError, match="clip: the name 'clip' is taken"):
+        label_config(load_project(tmp_path / "f"))
 
 
 def test_video_projects_refuse_regions(tmp_path):

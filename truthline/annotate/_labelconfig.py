@@ -19,6 +19,26 @@ Control names are field paths with ``.`` written ``__`` (``workers__action``). A
 without a box (a prefill that did not localize a worker) is shown as a small placeholder
 square in a corner slot; a placeholder left where it was reads back as "no box". A region
 drawn by the annotator without a key gets the key ``ls-<region id>``.
+
+Media objects (every control points at the one object that carries the regions):
+
+| media  | object tags                                        | task data                    |
+|--------|----------------------------------------------------|------------------------------|
+| image  | ``Image name="image" value="$image"``              | ``image``                    |
+| video  | ``Video name="video" value="$video"``              | ``video``                    |
+| frames | ``Image name="image" value="$image"`` (key frame,  | ``image`` (the middle frame),|
+|        | boxes and every control) beside                    | ``frames`` (all, in order),  |
+|        | ``Image name="clip" value="$frames"`` (a viewer:   | ``frames_note``              |
+|        | the current frame large over a strip of all frame  |                              |
+|        | thumbnails; no control points at it)               |                              |
+
+Why frames are not one multi-image ``<Image valueList="$frames">``: Label Studio 1.23 ties
+each region on such an object to one frame (``item_index`` in the result and the export)
+and opens a task on the first frame, so the anchored arm's prefilled boxes, which belong to
+the middle frame (the project's box fields say so), would be hidden until the annotator
+paged to them, and boxes drawn on other frames would mean other moments. A key-frame object
+keeps one box per worker on the frame the schema names; the viewer shows the whole clip.
+A result that still carries ``item_index`` is read like any other (the index is ignored).
 """
 
 from __future__ import annotations
@@ -32,6 +52,8 @@ from truthline.errors import FieldValueError
 from truthline.fields import FieldType
 
 OBJECT_NAME = {"image": "image", "frames": "image", "video": "video"}
+CLIP_VIEWER = "clip"
+"""Name of the frames projects' clip viewer (an object tag no control points at)."""
 
 
 def control_name(path: str) -> str:
@@ -249,11 +271,29 @@ def label_config(project: Any) -> str:
     parts = ["<View>"]
     if media == "video":
         parts.append('<Video name="video" value="$video"/>')
+    elif media == "frames":
+        parts += [
+            '<View style="display: flex; gap: 16px; align-items: flex-start">',
+            '<View style="flex: 3; min-width: 0">',
+            '<Header value="$frames_note" size="6"/>',
+            '<Image name="image" value="$image" zoom="true" zoomControl="true"/>',
+            "</View>",
+            '<View style="flex: 2; min-width: 0">',
+            '<Header value="The whole clip, in order: click a thumbnail to enlarge it" size="6"/>',
+            f'<Image name="{CLIP_VIEWER}" value="$frames"/>',
+            "</View>",
+            "</View>",
+        ]
     else:
         parts.append('<Image name="image" value="$image" zoom="true" zoomControl="true"/>')
-        if media == "frames":
-            parts.append('<Header value="$frames_note" size="6"/>')
+    taken = {obj, CLIP_VIEWER} if media == "frames" else {obj}
     for name, ft in project.field_types.items():
+        if control_name(name) in taken:
+            raise FieldValueError(
+                ft.path,
+                f"the name {name!r} is taken by a Label Studio object tag in {media} projects; "
+                "rename the field",
+            )
         desc = ft.spec.description or ""
         header = f"<Header {_attrs(value=name + (': ' + desc if desc else ''), size='5')}/>"
         if ft.name == "entity_list":
@@ -287,9 +327,12 @@ def task_data(project: Any, item_id: int, urls: list[str], key: str) -> dict[str
     if project.media == "video":
         data["video"] = urls[0]
     elif project.media == "frames":
-        data["image"] = urls[len(urls) // 2]
+        mid = len(urls) // 2
+        data["image"] = urls[mid]
         data["frames"] = urls
-        data["frames_note"] = f"{key}: middle frame {len(urls) // 2 + 1} of {len(urls)}"
+        data["frames_note"] = (
+            f"{key}: key frame {mid + 1} of {len(urls)} (the middle one); boxes go here"
+        )
     else:
         data["image"] = urls[0]
     return data
