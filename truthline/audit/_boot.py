@@ -15,7 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from truthline.stats import CI, draw, percentile_ci
+from truthline.stats import (
+    CI,
+    draw,
+    kappa_codes,
+    kappa_from_sums,
+    kappa_unit_sums,
+    percentile_ci,
+)
 
 
 class Est:
@@ -122,22 +129,15 @@ class Boot:
     ) -> Est:
         """Cohen's kappa: observed agreement from the field type's ``agree``, chance
         agreement from the two positions' category margins (values as categories).
-        ``a``/``b`` are category codes (ints) or hashable-able values."""
+        ``a``/``b`` are category codes (ints) or hashable-able values. The kernel and its
+        per-cluster sums are ``truthline.stats``'s; resamples are one ``W @ F``."""
         if len(units) == 0:
             return Est(float("nan"), np.full(self.resamples, np.nan), 0)
-        ca, cb, k = _codes(a, b)
-        cu = self.cluster_of[units]
-        A = np.bincount(cu * k + ca, minlength=self.nc * k).reshape(self.nc, k).astype(float)
-        B = np.bincount(cu * k + cb, minlength=self.nc * k).reshape(self.nc, k).astype(float)
-        n_c = np.bincount(cu, minlength=self.nc).astype(float)
-        o_c = np.bincount(cu, weights=np.asarray(agree, dtype=float), minlength=self.nc)
-        point = _kappa(o_c.sum(), n_c.sum(), A.sum(0), B.sum(0))
-        if self.resamples:
-            R = self.W @ np.column_stack([o_c, n_c, A, B])
-            boot = _kappa(R[:, 0], R[:, 1], R[:, 2 : 2 + k], R[:, 2 + k :])
-        else:
-            boot = np.empty(0)
-        return Est(float(point), np.asarray(boot, dtype=float), len(set(units.tolist())))
+        ca, cb, k = kappa_codes(a, b)
+        F = kappa_unit_sums(self.cluster_of[units], agree, ca, cb, k, self.nc)
+        point = float(kappa_from_sums(F.sum(axis=0), k)[0])
+        boot = kappa_from_sums(self.W @ F, k) if self.resamples else np.empty(0)
+        return Est(point, np.asarray(boot, dtype=float), len(set(units.tolist())))
 
     def ci(self, est: Est) -> CI:
         return (
@@ -147,34 +147,3 @@ class Boot:
                 est.point, float("nan"), float("nan"), 0, self.seed, scheme=self.scheme, n=est.n
             )
         )
-
-
-def _codes(a: Sequence[Any], b: Sequence[Any]) -> tuple[np.ndarray, np.ndarray, int]:
-    """Dense category codes for two rating vectors (ints are taken as codes already)."""
-    if isinstance(a, np.ndarray) and a.dtype.kind == "i":
-        both = np.concatenate([a, np.asarray(b)])
-        _, inv = np.unique(both, return_inverse=True)
-        return inv[: len(a)], inv[len(a) :], int(inv.max()) + 1
-    cats: dict[Any, int] = {}
-    ca = np.array([cats.setdefault(_key(x), len(cats)) for x in a], dtype=np.int64)
-    cb = np.array([cats.setdefault(_key(x), len(cats)) for x in b], dtype=np.int64)
-    return ca, cb, len(cats)
-
-
-def _key(x: Any) -> Any:
-    if isinstance(x, list | tuple):
-        return tuple(_key(v) for v in x)
-    if isinstance(x, dict):
-        return tuple(sorted((k, _key(v)) for k, v in x.items()))
-    return x
-
-
-def _kappa(o: Any, n: Any, A: np.ndarray, B: np.ndarray) -> Any:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        n_arr = np.asarray(n, dtype=float)
-        po = np.asarray(o, dtype=float) / n_arr
-        pa = A / n_arr[..., None]
-        pb = B / n_arr[..., None]
-        pe = (pa * pb).sum(-1)
-        out = (po - pe) / (1 - pe)
-    return np.where(np.isclose(pe, 1.0), np.nan, out)

@@ -30,6 +30,12 @@ from truthline.stats._coef import (
     get_coefficient,
     registered_coefficients,
 )
+from truthline.stats._kappa import (
+    kappa_codes,
+    kappa_from_counts,
+    kappa_from_sums,
+    kappa_unit_sums,
+)
 from truthline.stats._point import (
     brennan_prediger,
     cohen_kappa,
@@ -76,6 +82,10 @@ __all__ = [
     "get_coefficient",
     "gwet_ac1",
     "kappa_ci",
+    "kappa_codes",
+    "kappa_from_counts",
+    "kappa_from_sums",
+    "kappa_unit_sums",
     "krippendorff_alpha",
     "leave_one_out",
     "majority",

@@ -24,6 +24,7 @@ import numpy as np
 from scipy import sparse
 
 from truthline.fields import masi_distance
+from truthline.stats._kappa import kappa_from_counts
 from truthline.stats._ratings import AgreementError, Ratings
 
 LEVELS = ("nominal", "ordinal", "interval", "ratio", "masi")
@@ -357,10 +358,6 @@ class CohenKappa(Coefficient):
         return sparse.csr_matrix((np.ones(len(both)), (both, cell)), shape=(r.n_units, q * q))
 
     def finish(self, S: np.ndarray) -> np.ndarray:
-        q = self.r.q
-        T = S.reshape(-1, q, q)
-        n = T.sum(axis=(1, 2))
-        T = T / n[:, None, None]
-        po = (T * self.wt).sum(axis=(1, 2))
-        pe = np.einsum("bc,ck,bk->b", T.sum(2), self.wt, T.sum(1))
-        return np.where(np.abs(1 - pe) > 1e-12, (po - pe) / (1 - pe), np.nan)
+        T = S.reshape(-1, self.r.q, self.r.q)  # rater-1 x rater-2 contingency table
+        observed = (T * self.wt).sum(axis=(1, 2))
+        return kappa_from_counts(observed, T.sum(axis=(1, 2)), T.sum(2), T.sum(1), self.wt)
