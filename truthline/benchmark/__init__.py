@@ -3,16 +3,34 @@
 Public API: ``run_benchmark``/``RunConfig`` (run or resume), ``load_run``, ``model_metrics``,
 ``leaderboard``, ``compare_gold``, ``paired_matrix``, ``condition_change`` (plain data for
 the CLI and dashboards), ``write_report``, ``export_release``/``load_release``, the metric
-registry (``metric``) and the rule-baseline registry (``rule``). Pure metric functions on
-arrays live in ``truthline.benchmark.metrics``.
+registry (``metric``; ``metric(name, across=True)`` for metrics comparing the models of a
+run, computed by ``across_metrics``) and the rule-baseline registry (``rule``; a project adds
+rules in ``rules.py`` beside its definition, see ``load_project_rules``). Pure metric
+functions on arrays live in ``truthline.benchmark.metrics``.
 """
 
 from truthline.audit._gold import SLICES, in_slice
+from truthline.benchmark import _diagnostics  # noqa: F401  (registers per-model metrics)
 from truthline.benchmark import _metrics as metrics
-from truthline.benchmark._baselines import registered_rules, rule
+from truthline.benchmark._across import across_metrics, rank_transfer_runs, run_view
+from truthline.benchmark._baselines import (
+    load_project_rules,
+    majority_answer,
+    registered_rules,
+    rule,
+)
 from truthline.benchmark._export import export_release, load_release
 from truthline.benchmark._gold import Gold, GoldItem, load_gold
-from truthline.benchmark._registry import Scored, compute_metrics, metric, registered_metrics
+from truthline.benchmark._registry import (
+    RunScored,
+    Scored,
+    across_names,
+    compute_metrics,
+    compute_run_metrics,
+    is_across,
+    metric,
+    registered_metrics,
+)
 from truthline.benchmark._report import write_report
 from truthline.benchmark._results import (
     RunData,
@@ -33,26 +51,35 @@ __all__ = [
     "GoldItem",
     "RunConfig",
     "RunData",
+    "RunScored",
     "Scored",
+    "across_metrics",
+    "across_names",
     "compare_gold",
     "compute_metrics",
+    "compute_run_metrics",
     "condition_change",
     "export_release",
     "in_slice",
+    "is_across",
     "leaderboard",
     "list_runs",
     "load_gold",
     "load_manifest",
+    "load_project_rules",
     "load_release",
     "load_run",
+    "majority_answer",
     "metric",
     "metrics",
     "model_metrics",
     "paired_matrix",
+    "rank_transfer_runs",
     "registered_metrics",
     "registered_rules",
     "rule",
     "run_benchmark",
+    "run_view",
     "score_answer",
     "write_report",
 ]

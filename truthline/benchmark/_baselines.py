@@ -1,6 +1,8 @@
 """Rule baselines as models: ``rule:majority``, ``rule:random`` and project-supplied rules.
 
-A rule answers through the shared model layer like any backend (same cache, same
+Project-supplied rules live in ``rules.py`` beside the project definition (registering with
+``from truthline.benchmark import rule``); ``load_project_rules`` imports it when a run
+names a rule. A rule answers through the shared model layer like any backend (same cache, same
 scoring, same support). It sees the run's *support* (per target field: the gold values
 over the run's items, from which the majority class and the candidate set come) and the
 public entity ids (e.g. worker track ids), never an item's own answers. A new rule is one
@@ -9,13 +11,17 @@ function decorated with ``@rule("name")`` returning the answer object for one re
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import json
 import random
 from collections import Counter
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from truthline.benchmark._scoring import leaf_of
+from truthline.errors import TruthlineError
 
 RuleFn = Callable[[Any, dict[str, Any]], dict[str, Any]]
 _RULES: dict[str, RuleFn] = {}
@@ -33,6 +39,41 @@ def rule(name: str) -> Callable[[RuleFn], RuleFn]:
 
 def registered_rules() -> list[str]:
     return sorted(_RULES)
+
+
+RULES_FILE = "rules.py"
+_LOADED: dict[tuple[str, float], list[str]] = {}
+
+
+def load_project_rules(project: Any) -> list[str]:
+    """Import ``rules.py`` beside the project's definition (once per file version) so its
+    ``@rule`` functions register; returns the rule names it registers (empty: no file)."""
+    root: Path | None = getattr(project, "root", None)
+    if root is None or not (root / RULES_FILE).is_file():
+        return []
+    path = (root / RULES_FILE).resolve()
+    key = (str(path), path.stat().st_mtime)
+    if key in _LOADED:
+        return _LOADED[key]
+    mod_name = "truthline_project_rules_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
+    spec = importlib.util.spec_from_file_location(mod_name, path)
+    if spec is None or spec.loader is None:
+        raise TruthlineError(f"{path}: cannot import project rules")
+    before = dict(_RULES)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # the project's own code: report where it failed
+        raise TruthlineError(f"{path}: loading project rules failed: {exc}") from exc
+    added = sorted(k for k, fn in _RULES.items() if before.get(k) is not fn)
+    _LOADED[key] = added
+    return added
+
+
+def majority_answer(request: Any, support: dict[str, Any]) -> dict[str, Any]:
+    """The majority answer object (a starting point for project rules that decide only some
+    fields, e.g. nearest-region decides the candidate and leaves the rest at the majority)."""
+    return _fill(request, lambda leaf, path: support[leaf]["majority"], support)
 
 
 def support_of(project: Any, items: Sequence[Any], targets: Sequence[str]) -> dict[str, Any]:
@@ -53,9 +94,12 @@ def support_of(project: Any, items: Sequence[Any], targets: Sequence[str]) -> di
     return out
 
 
-def _fill(request: Any, pick: Callable[[str, str], Any]) -> dict[str, Any]:
+def _fill(
+    request: Any, pick: Callable[[str, str], Any], support: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """An answer object for the request's fields, choosing each leaf value with ``pick``."""
-    support = request.context.get("rule_support") or {}
+    if support is None:
+        support = request.context.get("rule_support") or {}
     entities = request.context.get("entities") or {}
     answer: dict[str, Any] = {}
     for name, ft in request.fields.items():
@@ -80,7 +124,7 @@ def _fill(request: Any, pick: Callable[[str, str], Any]) -> dict[str, Any]:
 @rule("majority")
 def _majority(request: Any, support: dict[str, Any]) -> dict[str, Any]:
     """Always the most frequent gold value of each field over the run's support."""
-    return _fill(request, lambda leaf, path: support[leaf]["majority"])
+    return _fill(request, lambda leaf, path: support[leaf]["majority"], support)
 
 
 @rule("random")
@@ -109,8 +153,6 @@ def _register_backend() -> None:
         async def complete(self, request: Any) -> Any:
             fn = _RULES.get(self.spec.name)
             if fn is None:
-                from truthline.errors import TruthlineError
-
                 raise TruthlineError(
                     f"unknown rule {self.spec.name!r} (registered: {', '.join(registered_rules())})"
                 )

@@ -159,7 +159,13 @@ def show_cmd(
     rows = leaderboard(ws.store, proj, run, slice_=gold, resamples=resamples)
 
     def render() -> None:
-        names = [n for n in proj.benchmark.metrics if n not in ("accuracy", "per_class")]
+        from truthline.benchmark import is_across
+
+        names = [
+            n
+            for n in proj.benchmark.metrics
+            if n not in ("accuracy", "per_class") and not is_across(n)
+        ]
         table = Table(
             "model",
             "accuracy [95% CI]",
@@ -304,6 +310,118 @@ def conditions_cmd(
     emit(data, as_json, render)
 
 
+@app.command("across")
+def across_cmd(
+    ctx: typer.Context,
+    run: Annotated[str, typer.Argument(help="Run id.")],
+    metric_names: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--metric",
+            help="routing_oracle, ensemble, hard_subset, rank_transfer, paired_conditions, "
+            "open_similarity (default: those the project names).",
+        ),
+    ] = None,
+    gold: Annotated[str, typer.Option("--gold", help="Score on this gold slice.")] = "all",
+    resamples: ResamplesOpt = None,
+    project: ProjectOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Metrics across the run's models: routing oracle, ensemble, hard subset of a rule
+    baseline, rank transfer, paired conditions, open-answer similarity."""
+    from truthline.benchmark import across_metrics
+    from truthline.errors import TruthlineError
+
+    ws = workspace(ctx)
+    proj = ws.registered(project)
+    try:
+        data = across_metrics(
+            ws.store, proj, run, names=metric_names or None, slice_=gold, resamples=resamples
+        )
+    except KeyError as exc:
+        raise TruthlineError(str(exc.args[0])) from exc
+
+    def render() -> None:
+        from truthline.benchmark._report import _across_sections
+
+        if not data["metrics"]:
+            console.print("the project names no metrics across models; pass --metric NAME")
+        for sec in _across_sections(data):
+            console.print(f"[bold]{sec.title}[/]")
+            if sec.text:
+                console.print(sec.text)
+            if sec.table:
+                cols = list(dict.fromkeys(k for r in sec.table for k in r))
+                table = Table(*cols)
+                for r in sec.table:
+                    table.add_row(*(_cell(r.get(c)) for c in cols))
+                console.print(table)
+
+    emit(data, as_json, render)
+
+
+def _cell(v: object) -> str:
+    if isinstance(v, float):
+        return f"{v:.3f}"
+    return "—" if v is None else str(v)
+
+
+@app.command("transfer")
+def transfer_cmd(
+    ctx: typer.Context,
+    run: Annotated[str, typer.Argument(help="Run id.")],
+    against: Annotated[
+        str | None, typer.Option("--against", help="A second run: transfer from RUN to it.")
+    ] = None,
+    column: Annotated[
+        str | None,
+        typer.Option(
+            "--transfer-column",
+            help="Metadata column splitting RUN's items into two sets "
+            "(default: [benchmark] transfer_column).",
+        ),
+    ] = None,
+    project: ProjectOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Rank transfer: Spearman and Pearson (with p-values) between model scores on two item
+    sets (two values of a column, or two runs)."""
+    from truthline.benchmark import rank_transfer_runs, run_view
+    from truthline.benchmark._across import transfer_by_column
+    from truthline.benchmark._registry import plain
+    from truthline.errors import TruthlineError
+
+    ws = workspace(ctx)
+    proj = ws.registered(project)
+    if against and column:
+        raise typer.BadParameter("give --against or --transfer-column, not both")
+    if against:
+        data = rank_transfer_runs(ws.store, proj, run, against)
+    else:
+        col = column or proj.benchmark.transfer_column
+        if not col:
+            raise TruthlineError(
+                "give --transfer-column COL or --against RUN2 "
+                "(or declare [benchmark] transfer_column)"
+            )
+        data = plain(transfer_by_column(run_view(ws.store, proj, run, resamples=0), col))
+    if data.get("value") is None:
+        raise TruthlineError(data.get("note", "rank transfer not computable"))
+
+    def render() -> None:
+        a, b = data["sets"]
+        table = Table("model", a, b, title=f"rank transfer {a} -> {b}")
+        for m, v in data["scores"].items():
+            table.add_row(m, f"{v[a]:.3f}", f"{v[b]:.3f}")
+        console.print(table)
+        console.print(
+            f"Spearman rho {data['spearman_rho']:.3f} (p {data['spearman_p']:.3g}); "
+            f"Pearson r {data['pearson_r']:.3f} (p {data['pearson_p']:.3g})"
+        )
+
+    emit(data, as_json, render)
+
+
 @app.command("report")
 def report_cmd(
     ctx: typer.Context,
@@ -379,12 +497,24 @@ def verify_cmd(
 
 
 @app.command("metrics")
-def metrics_cmd(as_json: JsonOpt = False) -> None:
-    """Registered metric names (usable in [benchmark] metrics) and rule baselines."""
-    from truthline.benchmark import registered_metrics
+def metrics_cmd(ctx: typer.Context, project: ProjectOpt = None, as_json: JsonOpt = False) -> None:
+    """Registered metric names (usable in [benchmark] metrics) and rule baselines, with the
+    project's own rules (rules.py beside its definition) when a project is at hand."""
+    from truthline.benchmark import across_names, load_project_rules, registered_metrics
     from truthline.benchmark._baselines import registered_rules
+    from truthline.errors import TruthlineError
 
-    data = {"metrics": registered_metrics(), "rules": [f"rule:{r}" for r in registered_rules()]}
+    try:
+        proj = workspace(ctx).project(project)
+    except TruthlineError:  # no workspace or project at hand: the built-in rules only
+        proj = None
+    if proj is not None:
+        load_project_rules(proj)  # a broken rules.py is reported, not hidden
+    data = {
+        "metrics": registered_metrics(),
+        "across_models": across_names(),
+        "rules": [f"rule:{r}" for r in registered_rules()],
+    }
     emit(
         data,
         as_json,

@@ -60,32 +60,82 @@ class Scored:
         return self.project.benchmark
 
 
+@dataclass
+class RunScored:
+    """Every entry of a run side by side, for metrics across models (routing oracle,
+    ensemble, hard subset, rank transfer, paired conditions, open-answer z-scores).
+    ``entries``: label -> that entry's ``Scored``; ``kinds``: label -> model kind (``rule``,
+    ``simulated``, ...); ``keys``: label -> (model, variant, condition, control)."""
+
+    project: Project
+    entries: dict[str, Scored]
+    kinds: dict[str, str] = field(default_factory=dict)
+    keys: dict[str, tuple[str, str, str, str]] = field(default_factory=dict)
+    rs: M.Resampling = field(default_factory=M.Resampling)
+
+    @property
+    def settings(self):
+        return self.project.benchmark
+
+    def models(self, *, rules: bool = False) -> list[str]:
+        """Entry labels of models (rule baselines only when asked), in run order."""
+        return [k for k in self.entries if rules or self.kinds.get(k) != "rule"]
+
+
 MetricFn = Callable[[Scored], dict[str, Any]]
+RunMetricFn = Callable[[RunScored], dict[str, Any]]
 _METRICS: dict[str, MetricFn] = {}
+_RUN_METRICS: dict[str, RunMetricFn] = {}
 
 
-def metric(name: str) -> Callable[[MetricFn], MetricFn]:
-    """Register a benchmark metric under the name used in ``[benchmark] metrics``."""
+def metric(name: str, *, across: bool = False) -> Callable[[Any], Any]:
+    """Register a benchmark metric under the name used in ``[benchmark] metrics``.
+    ``across=True``: the function takes a ``RunScored`` (all entries of a run) instead of
+    one model's ``Scored``."""
 
-    def deco(fn: MetricFn) -> MetricFn:
-        _METRICS[name] = fn
+    def deco(fn: Any) -> Any:
+        if name in _METRICS or name in _RUN_METRICS:
+            raise ValueError(f"benchmark metric {name!r} is registered twice")
+        (_RUN_METRICS if across else _METRICS)[name] = fn
         return fn
 
     return deco
 
 
 def registered_metrics() -> list[str]:
-    return sorted(_METRICS)
+    return sorted({*_METRICS, *_RUN_METRICS})
 
 
-def compute_metrics(scored: Scored, names: list[str]) -> dict[str, Any]:
-    """Every named metric (DRS last, since it reads the others' headline values)."""
-    unknown = [n for n in names if n not in _METRICS]
+def across_names() -> list[str]:
+    """Registered metrics that compare the models of a run."""
+    return sorted(_RUN_METRICS)
+
+
+def is_across(name: str) -> bool:
+    """Whether ``name`` is a metric over all models of a run (not one model's)."""
+    return name in _RUN_METRICS
+
+
+def _check_known(names: list[str]) -> None:
+    unknown = [n for n in names if n not in _METRICS and n not in _RUN_METRICS]
     if unknown:
         raise KeyError(
             f"unknown benchmark metric(s) {', '.join(unknown)} "
             f"(registered: {', '.join(registered_metrics())})"
         )
+
+
+def compute_run_metrics(view: RunScored, names: list[str]) -> dict[str, Any]:
+    """Every named metric across models (per-model names are skipped)."""
+    _check_known(names)
+    return {n: _RUN_METRICS[n](view) for n in names if n in _RUN_METRICS}
+
+
+def compute_metrics(scored: Scored, names: list[str]) -> dict[str, Any]:
+    """Every named per-model metric (DRS last, since it reads the others' headline values);
+    metrics across models are skipped here (``compute_run_metrics``)."""
+    _check_known(names)
+    names = [n for n in names if n in _METRICS]
     out: dict[str, Any] = {}
     for n in [n for n in names if n != "drs"]:
         out[n] = _METRICS[n](scored)

@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from truthline.benchmark._across import across_metrics
 from truthline.benchmark._results import compare_gold, leaderboard, paired_matrix
 from truthline.project import Project
 from truthline.store import Store
@@ -51,7 +52,14 @@ def build_report(
     board = leaderboard(store, project, run_ids, resamples=resamples)
     gold_cmp = [compare_gold(store, project, r, resamples=resamples) for r in run_ids]
     paired = [paired_matrix(store, project, r, resamples=resamples) for r in run_ids]
-    return {"runs": run_ids, "leaderboard": board, "compare_gold": gold_cmp, "paired": paired}
+    across = [across_metrics(store, project, r, resamples=resamples) for r in run_ids]
+    return {
+        "runs": run_ids,
+        "leaderboard": board,
+        "compare_gold": gold_cmp,
+        "paired": paired,
+        "across": across,
+    }
 
 
 def _label(m: dict[str, Any]) -> str:
@@ -89,7 +97,7 @@ def write_report(
                 "accuracy [95% CI]": _fmt_ci(m["accuracy"]),
                 **{
                     k: (f"{v:.3f}" if isinstance(v, float) else "—")
-                    for k in ("macro_f1", "dwa", "safety_recall", "crg", "naudc", "ece", "drs")
+                    for k in _BOARD_METRICS
                     for v in [_headline(m, k)]
                     if k in m["metrics"]
                 },
@@ -152,6 +160,18 @@ def write_report(
                 _plot_calibration(cal, files / "calibration.png"),
             )
         )
+    fw = _four_way(board)
+    if fw:
+        sections.append(
+            Section(
+                "Read/ground decomposition",
+                f"{project.benchmark.read_field} (C) and {project.benchmark.ground_field} (G) "
+                "per item: counts (shares); grounding accuracy given a correct reading.",
+                fw,
+            )
+        )
+    for a in data["across"]:
+        sections.extend(_across_sections(a))
     for p in data["paired"]:
         if p["pairs"]:
             prow = [
@@ -211,6 +231,144 @@ def write_report(
     out.write_text(text, encoding="utf-8")
     (files / "report.json").write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
     return {"report": str(out), "files": str(files), **data}
+
+
+_BOARD_METRICS = (
+    "macro_f1",
+    "dwa",
+    "safety_recall",
+    "crg",
+    "naudc",
+    "ece",
+    "drs",
+    "tolerance",
+    "set_match",
+    "balanced",
+    "four_way",
+)
+"""Per-model headline metrics shown as leaderboard columns when the project names them."""
+
+
+def _four_way(board: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    rows = []
+    for m in board:
+        fw = m["metrics"].get("four_way") or {}
+        if fw.get("counts"):
+            rows.append(
+                {
+                    "model": _label(m),
+                    **{k: f"{v} ({fw['shares'][k]:.2f})" for k, v in fw["counts"].items()},
+                    "read": _fmt_ci(fw.get("read_accuracy")),
+                    "ground | read correct": _fmt_ci(fw.get("value")),
+                }
+            )
+    return rows
+
+
+def _across_sections(a: dict[str, Any]) -> list[Section]:
+    """Sections for the metrics across models of one run (those the project names)."""
+    rid, mets = a["run_id"], a["metrics"]
+    out: list[Section] = []
+    for name, r in mets.items():
+        if r.get("note"):
+            out.append(Section(f"{_TITLES.get(name, name)} ({rid})", r["note"]))
+            continue
+        if name == "routing_oracle":
+            best = r["best_single"]
+            out.append(
+                Section(
+                    f"Routing oracle ({rid})",
+                    f"Each {r['environment']} routed to its best model: accuracy "
+                    f"{_fmt_ci(r['value'])} vs best single model {best['model']} "
+                    f"{_fmt_ci(best['accuracy'])} (gain {100 * r['gain']:+.1f} pp, "
+                    f"{r['n']} common decisions).",
+                    [
+                        {r["environment"]: e, "best model": m}
+                        for e, m in r["best_by_environment"].items()
+                    ],
+                )
+            )
+        elif name == "ensemble":
+            best = r["best_single"]
+            out.append(
+                Section(
+                    f"Majority-of-models ensemble ({rid})",
+                    f"Majority vote of {', '.join(r['members'])}: accuracy "
+                    f"{_fmt_ci(r['value'])} vs best single model {best['model']} "
+                    f"{best['accuracy']:.3f} (gain {100 * r['gain']:+.1f} pp).",
+                    [{"field": f, "ensemble accuracy": v} for f, v in r["by_field"].items()],
+                )
+            )
+        elif name == "hard_subset":
+            out.append(
+                Section(
+                    f"Hard subset ({rid})",
+                    f"Decisions the rule baseline {r['rule']} gets wrong: {r['hard_decisions']} "
+                    f"of {r['n']} ({100 * r['hard_share']:.1f}%, {r['hard_items']} items).",
+                    [
+                        {
+                            "model": lab,
+                            "all": _fmt_ci(v["all"]),
+                            "hard subset": _fmt_ci(v["hard"]),
+                            "rest": _fmt_ci(v["easy"]),
+                        }
+                        for lab, v in r["models"].items()
+                    ],
+                )
+            )
+        elif name == "rank_transfer":
+            a_, b_ = r["sets"]
+            out.append(
+                Section(
+                    f"Rank transfer {a_} -> {b_} ({rid})",
+                    f"Spearman rho {r['spearman_rho']:.3f} (p {r['spearman_p']:.3g}), "
+                    f"Pearson r {r['pearson_r']:.3f} (p {r['pearson_p']:.3g}) over "
+                    f"{len(r['models'])} models.",
+                    [{"model": m, **v} for m, v in r["scores"].items()],
+                )
+            )
+        elif name == "paired_conditions":
+            out.append(
+                Section(
+                    f"Paired conditions Base -> +GT ({rid})",
+                    "Same items, one input given as truth; repairs = wrong -> right, "
+                    "harms = right -> wrong.",
+                    [
+                        {
+                            "model": m,
+                            "net change [95% CI]": _fmt_ci(v["net_change"]),
+                            "repairs": v["repairs"],
+                            "harms": v["harms"],
+                            "kept right": v["kept_right"],
+                            "kept wrong": v["kept_wrong"],
+                        }
+                        for m, v in r["models"].items()
+                    ],
+                )
+            )
+        elif name == "open_similarity":
+            out.append(
+                Section(
+                    f"Open-answer similarity ({rid})",
+                    f"Cosine similarity to the reference with the local MiniLM embedder over "
+                    f"{', '.join(r['fields'])} ({r['n']} answers); z-score across models.",
+                    [
+                        {"model": m, "similarity": _fmt_ci(v["similarity"]), "z": v["z"]}
+                        for m, v in r["models"].items()
+                    ],
+                )
+            )
+    return out
+
+
+_TITLES = {
+    "routing_oracle": "Routing oracle",
+    "ensemble": "Majority-of-models ensemble",
+    "hard_subset": "Hard subset",
+    "rank_transfer": "Rank transfer",
+    "paired_conditions": "Paired conditions",
+    "open_similarity": "Open-answer similarity",
+}
 
 
 def _resamples(board: list[dict[str, Any]]) -> int:

@@ -91,7 +91,10 @@ def load_run(store: Store, run_id: str, project: Project | None = None) -> RunDa
     cond_col = settings.conditions.column if settings and settings.conditions else None
     conf_ft = None
     if project and settings and settings.confidence_field:
-        conf_ft = project.field_types.get(settings.confidence_field)
+        conf_ft = project.field(settings.confidence_field)
+    per_entity_conf = bool(
+        settings and settings.confidence_field and "." in settings.confidence_field
+    )
     dec: list[dict[str, Any]] = []
     ent: list[dict[str, Any]] = []
     out: list[dict[str, Any]] = []
@@ -121,12 +124,19 @@ def load_run(store: Store, run_id: str, project: Project | None = None) -> RunDa
             "cond": str(meta.get(cond_col))
             if cond_col and meta.get(cond_col) is not None
             else None,
-            "confidence": confidence_value(conf_ft, scores.get("confidence")) if conf_ft else None,
+            "confidence": confidence_value(conf_ft, scores.get("confidence"))
+            if conf_ft and not per_entity_conf
+            else None,
             "key": row.key,
             "meta": meta,
         }
         for d in scores.get("decisions", []):
-            dec.append({**base, **ctx, "status": row.status, **d})
+            row_d = {**base, **ctx, "status": row.status, **d}
+            if "confidence" in d:  # per-entity stated confidence (e.g. workers.confidence)
+                row_d["confidence"] = (
+                    confidence_value(conf_ft, d["confidence"]) if conf_ft else None
+                )
+            dec.append(row_d)
         for name, c in (scores.get("entities") or {}).items():
             ent.append({**base, "parent": row.parent, "list": name, **c})
     decisions = pd.DataFrame(dec)

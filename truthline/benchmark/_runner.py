@@ -207,8 +207,16 @@ def run_benchmark(
     seed = project.benchmark.seed
     for spec_text in cfg.models:
         spec = parse_model_spec(spec_text)
-        from truthline.benchmark import _baselines  # noqa: F401  (registers rule: backends)
+        from truthline.benchmark import _baselines  # registers the rule: backend
 
+        if spec.kind == "rule":
+            _baselines.load_project_rules(project)
+            if spec.name not in _baselines.registered_rules():
+                raise TruthlineError(
+                    f"unknown rule {spec.name!r} (registered: "
+                    f"{', '.join(_baselines.registered_rules())}; a project adds rules in "
+                    f"{_baselines.RULES_FILE} beside its definition)"
+                )
         support = support_of(project, items, targets) if spec.kind == "rule" else None
         alias = spec.alias
         variant = cfg.variant or ""
@@ -355,8 +363,8 @@ def _write_result(
     scores: dict[str, Any] | None = None
     if res.status in ("parsed", "model_failure"):
         values = res.values if res.status == "parsed" else None
-        scores = score_answer(project, it.values, it.provenance, values, targets)
         conf = project.benchmark.confidence_field
+        scores = score_answer(project, it.values, it.provenance, values, targets, conf)
         scores["confidence"] = (values or {}).get(conf) if conf else None
         scores["reason"] = res.reason
         scores["field_errors"] = res.field_errors

@@ -41,11 +41,15 @@ def score_answer(
     provenance: Mapping[str, str],
     values: Mapping[str, Any] | None,
     targets: Iterable[str],
+    confidence: str | None = None,
 ) -> dict[str, Any]:
     """Score normalized top-level ``values`` (None = model failure) against gold decisions.
 
     Returns ``{"decisions": [...], "entities": {list: {tp, fp, fn}}}``; each decision is
-    ``{path, field, entity, gold, pred, correct, credit, provenance}``.
+    ``{path, field, entity, gold, pred, correct, credit, provenance}``. When ``confidence``
+    names an entity subfield (``workers.confidence``), each decision of that list also
+    carries the matched predicted entity's stated ``confidence`` (raw), so calibration is
+    per entity rather than per answer.
     """
     values = values or {}
     targets = list(targets)
@@ -89,6 +93,9 @@ def score_answer(
             "fp": sum(1 for i, j in pairs if j is None and i is not None),
             "fn": sum(1 for i, j in pairs if i is None and j is not None),
         }
+        conf_sub = confidence.split(".", 1)[1] if confidence and "." in confidence else None
+        if conf_sub is not None and confidence and confidence.split(".", 1)[0] != name:
+            conf_sub = None
         for j, eid in enumerate(eids):
             pent = plist[matched[j]] if j in matched else {}
             for sub, ft in el.subfields.items():
@@ -99,9 +106,10 @@ def score_answer(
                 g = gold_ents[eid].get(sub)
                 if g is None:
                     continue
-                decisions.append(
-                    _decision(ft, path, leaf, eid, g, pent.get(sub), provenance.get(path, ""))
-                )
+                dec = _decision(ft, path, leaf, eid, g, pent.get(sub), provenance.get(path, ""))
+                if conf_sub is not None:
+                    dec["confidence"] = pent.get(conf_sub)
+                decisions.append(dec)
     return {"decisions": decisions, "entities": entities}
 
 

@@ -187,7 +187,13 @@ def validate_data(data: dict[str, Any], file: str, base: Path | None = None) -> 
         for i, t in enumerate(project.audit.fields):
             if t not in leaves and t not in project._types:
                 problems.append((f"audit.fields.{i}", f"unknown field {t!r}"))
-        for key in ("safety_field", "action_field", "confidence_field"):
+        for key in (
+            "safety_field",
+            "action_field",
+            "confidence_field",
+            "read_field",
+            "ground_field",
+        ):
             ref = getattr(project.benchmark, key)
             if ref and ref not in leaves:
                 problems.append((f"benchmark.{key}", f"unknown field {ref!r}"))
