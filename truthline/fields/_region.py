@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from truthline.fields._base import FieldSpec, FieldType, field_type
 
@@ -38,6 +37,8 @@ def match_boxes(xs: list[dict], ys: list[dict], threshold: float) -> list[tuple[
     """Hungarian matching maximizing IoU; pairs below ``threshold`` are dropped."""
     if not xs or not ys:
         return []
+    from scipy.optimize import linear_sum_assignment  # lazy: keeps CLI start-up fast
+
     cost = np.zeros((len(xs), len(ys)))
     for i, a in enumerate(xs):
         for j, b in enumerate(ys):
