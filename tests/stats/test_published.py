@@ -81,3 +81,50 @@ def test_gwet_ac1_multi_rater_with_missing(kripp2011):
     # Gwet's irrCAC vignette, gwet.ac1.raw(cac.raw4raters) — the same 4 x 12 data as
     # Krippendorff (2011): AC1 = 0.7754 (units with one rating still count in pi_k).
     assert gwet_ac1(kripp2011) == pytest.approx(0.7754, abs=5e-4)
+
+
+# Fleiss, J. L. (1971). "Measuring nominal scale agreement among many raters", Psychological
+# Bulletin 76(5), 378-382, Table 1: 30 patients, 6 psychiatric diagnoses each (1 depression,
+# 2 personality disorder, 3 schizophrenia, 4 neurosis, 5 other); kappa = .430. Raw ratings as
+# in the R package irr (dataset `diagnoses`, kappam.fleiss = 0.4302445), also used by
+# statsmodels' stats/tests/test_inter_rater.py. The six columns are not the same six raters.
+FLEISS_1971 = [
+    [4, 4, 4, 4, 4, 4],
+    [2, 2, 2, 5, 5, 5],
+    [2, 3, 3, 3, 3, 5],
+    [5, 5, 5, 5, 5, 5],
+    [2, 2, 2, 4, 4, 4],
+    [1, 1, 3, 3, 3, 3],
+    [3, 3, 3, 3, 5, 5],
+    [1, 1, 3, 3, 3, 4],
+    [1, 1, 4, 4, 4, 4],
+    [5, 5, 5, 5, 5, 5],
+    [1, 4, 4, 4, 4, 4],
+    [1, 2, 4, 4, 4, 4],
+    [2, 2, 2, 3, 3, 3],
+    [1, 4, 4, 4, 4, 4],
+    [2, 2, 4, 4, 4, 5],
+    [3, 3, 3, 3, 3, 5],
+    [1, 1, 1, 4, 5, 5],
+    [1, 1, 1, 1, 1, 2],
+    [2, 2, 4, 4, 4, 4],
+    [1, 3, 3, 5, 5, 5],
+    [5, 5, 5, 5, 5, 5],
+    [2, 4, 4, 4, 4, 4],
+    [2, 2, 4, 5, 5, 5],
+    [1, 1, 4, 4, 4, 4],
+    [1, 4, 4, 4, 4, 5],
+    [2, 2, 2, 2, 2, 4],
+    [1, 1, 1, 1, 5, 5],
+    [2, 2, 4, 4, 4, 4],
+    [1, 3, 3, 3, 3, 3],
+    [5, 5, 5, 5, 5, 5],
+]
+
+
+def test_fleiss_1971_30_patients_6_raters():
+    assert len(FLEISS_1971) == 30 and {len(r) for r in FLEISS_1971} == {6}
+    assert fleiss_kappa(FLEISS_1971) == pytest.approx(0.430, abs=5e-4)
+    # Fleiss' (1971) P-bar and P_e: observed .556, chance .220
+    pairs = sum(sum(row.count(c) * (row.count(c) - 1) for c in set(row)) for row in FLEISS_1971)
+    assert pairs / (30 * 6 * 5) == pytest.approx(0.556, abs=5e-4)

@@ -3,7 +3,9 @@
 Point functions take units x raters data (missing = None/NaN): ``krippendorff_alpha``,
 ``cohen_kappa``, ``fleiss_kappa``, ``gwet_ac1``, ``scott_pi``, ``brennan_prediger``,
 ``pairwise_agreement``. CI versions resample units (or clusters, within strata) in
-batches with one matrix product per batch.
+batches with one matrix product per batch; ``krippendorff_pair_bootstrap`` is alpha's
+pair bootstrap (KALPHA compatibility only: narrower). ``kappa_from_counts`` and friends
+are the one Cohen's kappa kernel (the audit calls it).
 """
 
 from truthline.stats._bootstrap import (
@@ -36,6 +38,7 @@ from truthline.stats._kappa import (
     kappa_from_sums,
     kappa_unit_sums,
 )
+from truthline.stats._kboot import krippendorff_pair_bootstrap
 from truthline.stats._point import (
     brennan_prediger,
     cohen_kappa,
@@ -87,6 +90,7 @@ __all__ = [
     "kappa_from_sums",
     "kappa_unit_sums",
     "krippendorff_alpha",
+    "krippendorff_pair_bootstrap",
     "leave_one_out",
     "majority",
     "mean_ci",

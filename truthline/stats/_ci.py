@@ -14,10 +14,12 @@ import numpy as np
 
 from truthline.stats._bootstrap import CI, DEFAULT_RESAMPLES, _scheme, percentile_ci
 from truthline.stats._coef import Coefficient, get_coefficient, registered_coefficients
+from truthline.stats._kboot import krippendorff_pair_bootstrap
 from truthline.stats._ratings import AgreementError, Ratings, as_ratings
 from truthline.stats._resample import compress, multiplicity_blocks, pattern_blocks
 
-CI_METHODS = ("bootstrap", "none")
+CI_METHODS = ("bootstrap", "none", "krippendorff")
+"""``krippendorff``: alpha only, Krippendorff's pair bootstrap (``_kboot``), narrower."""
 
 
 @dataclass
@@ -124,6 +126,9 @@ def agreement(
 ) -> list[AgreementResult]:
     """Coefficients with percentile-bootstrap CIs over units (clusters/strata when given).
 
+    ``ci="krippendorff"`` gives alpha Krippendorff's own pair-bootstrap interval instead,
+    for comparison with KALPHA output only: it is narrower (see ``_kboot``).
+
     A coefficient that is undefined on these data (e.g. Cohen's kappa with three raters,
     a single category everywhere) comes back with a NaN point and the reason in ``note``;
     an unusable table (no unit rated twice) raises ``AgreementError``.
@@ -192,6 +197,20 @@ def agreement(
         )
         live.append((len(results), c))
         results.append(res)
+    if ci == "krippendorff":
+        if clusters is not None or strata is not None:
+            raise AgreementError(
+                "Krippendorff's pair bootstrap has no cluster or strata scheme; use --ci bootstrap"
+            )
+        for i, _ in live:
+            res = results[i]
+            if res.coefficient != "alpha":
+                res.note = "Krippendorff's pair bootstrap is defined for alpha only: no CI"
+                continue
+            res.ci = krippendorff_pair_bootstrap(
+                r, level, resamples=resamples, seed=seed, confidence=confidence
+            )
+            res.note = "Krippendorff's pair bootstrap (compatibility): narrower than units"
     if ci == "bootstrap" and resamples > 0 and live:
         boots = bootstrap_values(
             [c for _, c in live],

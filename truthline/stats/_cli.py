@@ -6,6 +6,7 @@ unit, rater, value) or the store (``--project P --field PATH``).
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -16,7 +17,11 @@ from rich.table import Table
 from truthline._cli_common import JsonOpt, ProjectOpt, console, emit, workspace
 from truthline.stats._ci import agreement
 from truthline.stats._ratings import AgreementError, Ratings, as_ratings, from_long
-from truthline.stats._structure import leave_one_out, scorer_vs_majority
+from truthline.stats._structure import (
+    disagreement_structure,
+    leave_one_out,
+    scorer_vs_majority,
+)
 
 app = typer.Typer(
     help="Rater-agreement statistics with confidence intervals (METRICS.md §2).",
@@ -57,6 +62,7 @@ class Weights(StrEnum):
 class CIMethod(StrEnum):
     bootstrap = "bootstrap"
     none = "none"
+    krippendorff = "krippendorff"
 
 
 FileArg = Annotated[
@@ -224,9 +230,14 @@ def agreement_cmd(
     weights: Annotated[
         Weights, typer.Option("--weights", help="Kappa-family agreement weights.")
     ] = Weights.none,
-    ci: Annotated[CIMethod, typer.Option("--ci", help="Confidence interval method.")] = (
-        CIMethod.bootstrap
-    ),
+    ci: Annotated[
+        CIMethod,
+        typer.Option(
+            "--ci",
+            help="bootstrap: units (clusters/strata); krippendorff: alpha's pair bootstrap "
+            "(compatibility with KALPHA, narrower).",
+        ),
+    ] = (CIMethod.bootstrap),
     resamples: ResamplesOpt = 2000,
     seed: SeedOpt = 0,
     cluster: ClusterOpt = None,
@@ -297,6 +308,11 @@ def agreement_cmd(
         if ci == CIMethod.bootstrap and resamples:
             scheme = results[0].ci.scheme if results else "item"
             console.print(f"percentile bootstrap, {resamples} resamples ({scheme}), seed {seed}")
+        elif ci == CIMethod.krippendorff and resamples:
+            console.print(
+                f"Krippendorff's pair bootstrap (compatibility mode, narrower than the unit "
+                f"bootstrap), {resamples} resamples, seed {seed}"
+            )
 
     emit(data, as_json, render)
 
@@ -425,5 +441,116 @@ def scorer_cmd(
         console.print(t)
         if rep.summary():
             console.print(rep.summary())
+
+    emit(data, as_json, render)
+
+
+def _group_map(groups: Path | None, group: list[str] | None) -> dict[str, str]:
+    """Category -> taxonomy group from ``--groups FILE`` (category,group rows) and ``--group``."""
+    out: dict[str, str] = {}
+    if groups is not None:
+        df = _read_csv(groups)
+        if len(df.columns) < 2:
+            raise AgreementError(f"{groups}: needs two columns, category and group")
+        for cat, grp in zip(df.iloc[:, 0], df.iloc[:, 1], strict=True):
+            out[str(cat).strip()] = str(grp).strip()
+    for spec in group or []:
+        cat, sep, grp = spec.partition("=")
+        if not sep or not cat.strip() or not grp.strip():
+            raise AgreementError(f"--group {spec!r}: use CATEGORY=GROUP")
+        out[cat.strip()] = grp.strip()
+    return out
+
+
+def _lookup(mapping: dict[str, str]) -> Any:
+    def group_of(v: Any) -> str | None:
+        key = str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
+        return mapping.get(key, mapping.get(str(v)))
+
+    return group_of
+
+
+def _taxonomy_groups(ctx: typer.Context, project: str | None, field: str) -> Any:
+    """The field type's own taxonomy grouping (store mode), or None without a taxonomy."""
+    ft = workspace(ctx).registered(project).field(re.sub(r"\[[^\]]*\]", "", field))
+    if not getattr(getattr(ft, "spec", None), "taxonomy", None):
+        return None
+    return getattr(ft, "group_of", None)
+
+
+@app.command("structure")
+def structure_cmd(
+    ctx: typer.Context,
+    file: FileArg = None,
+    fmt: FormatOpt = Fmt.wide,
+    groups: Annotated[
+        Path | None,
+        typer.Option("--groups", help="CSV of category,group (store mode: the taxonomy)."),
+    ] = None,
+    group: Annotated[
+        list[str] | None,
+        typer.Option("--group", help="CATEGORY=GROUP; repeatable (adds to / overrides --groups)."),
+    ] = None,
+    unit_col: UnitOpt = None,
+    project: ProjectOpt = None,
+    field: FieldOpt = None,
+    arm: ArmOpt = None,
+    tier: TierOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Disagreement structure: rater-vs-rater confusion by taxonomy group, share within a group."""
+    r, _, what = _source(
+        ctx,
+        file,
+        fmt,
+        unit_col=unit_col,
+        cluster=None,
+        strata=None,
+        level="nominal",
+        categories=None,
+        project=project,
+        field=field,
+        arm=arm,
+        tier=tier,
+    )
+    mapping = _group_map(groups, group)
+    group_of: Any = _lookup(mapping) if mapping else None
+    if group_of is None and file is None and field:
+        group_of = _taxonomy_groups(ctx, project, field)
+    if group_of is None:
+        raise AgreementError(
+            "no taxonomy groups: give --groups FILE (category,group) or --group CAT=GROUP"
+            + ("" if file is not None else ", or pick a field that uses a taxonomy")
+        )
+    res = disagreement_structure(r, group_of)
+    data = {"source": what, **res}
+
+    def render() -> None:
+        names = res["groups"]
+        t = Table(
+            "group \\ group",
+            *names,
+            title=f"disagreeing rater pairs by taxonomy group: {what}",
+        )
+        gd = res["group_disagreements"]
+        for a in names:
+            t.add_row(a, *[f"{gd[a][b] + (gd[b][a] if a != b else 0):g}" for b in names])
+        console.print(t)
+        share = res["share_within_group"]
+        console.print(
+            f"{res['disagreements']:g} of {res['pairs']:g} within-unit rater pairs disagree; "
+            f"{res['within_group']:g} ({_fmt(None if share != share else share)}) "
+            "fall inside one group"
+        )
+        by = res["within_group_share_by_group"]
+        console.print(
+            "share of within-group disagreements: "
+            + ", ".join(f"{g} {_fmt(None if v != v else v)}" for g, v in by.items())
+        )
+        top = sorted(res["disagreement_pairs"].items(), key=lambda kv: -kv[1])[:10]
+        if top:
+            console.print(
+                "most frequent disagreements: " + ", ".join(f"{k} ({v:g})" for k, v in top)
+            )
 
     emit(data, as_json, render)
