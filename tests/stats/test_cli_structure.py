@@ -58,3 +58,30 @@ def test_structure_errors_name_the_problem(csv):
     assert "no taxonomy group for categories" in err and "b1" in err
     err = tl("stats", "structure", str(csv), "--group", "a1", check=1).stderr
     assert "CATEGORY=GROUP" in err
+
+
+def test_structure_on_the_store(tmp_path):
+    from tests.stats.test_cli_store import _seed_store
+    from truthline.workspace import Workspace
+
+    ws = Workspace.from_env(tmp_path / "ws")
+    _seed_store(ws)
+    where = ["--project", "steel-safety", "--field", "workers.helmet", "--arm", "blind"]
+    err = tl("stats", "structure", *where, ws=ws.root, check=1).stderr
+    assert "field that uses a taxonomy" in err  # helmet has no taxonomy
+    out = json.loads(
+        tl(
+            "stats",
+            "structure",
+            *where,
+            "--group",
+            "worn=ok",
+            "--group",
+            "not_worn=bad",
+            "--json",
+            ws=ws.root,
+        ).stdout
+    )
+    # aligned workers: only clip2[P1] disagrees (worn vs not_worn), across groups
+    assert out["disagreements"] == 1 and out["within_group"] == 0
+    assert out["source"] == "steel-safety:workers.helmet arm=blind"

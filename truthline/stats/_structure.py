@@ -189,17 +189,20 @@ def disagreement_structure(
 ) -> dict[str, Any]:
     """Rater-vs-rater confusion over all within-unit rater pairs, aggregated by group.
 
-    Returns the category and group confusions (unordered pairs, symmetric), the number of
+    Only categories that occur need a group. Returns the category and group confusions (unordered pairs, symmetric), the number of
     disagreeing pairs, the share of them inside one group, and each group's share of the
     within-group disagreements (SteelBench: group B holds 64%).
     """
     r = data if isinstance(data, Ratings) else as_ratings(data, categories=categories)
     grp = group_of.get if isinstance(group_of, Mapping) else group_of
     N = r.counts()
+    used = np.flatnonzero(N.sum(axis=0) > 0)  # declared but unused categories need no group
+    N = N[:, used]
+    values = [r.values[i] for i in used]
     # C[i, j] (i != j): unordered rater pairs within units that gave categories i and j
     C = N.T @ N - np.diag(N.sum(axis=0))
-    labels = [str(v) for v in r.values]
-    groups = [grp(v) for v in r.values]
+    labels = [str(v) for v in values]
+    groups = [grp(v) for v in values]
     if any(g is None or is_missing(g) for g in groups):
         bad = [labels[i] for i, g in enumerate(groups) if g is None or is_missing(g)]
         raise AgreementError(f"no taxonomy group for categories {bad}")
