@@ -16,13 +16,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("YOLO_OFFLINE", "1")
 os.environ.setdefault("STREAMLIT_LOGGER_LEVEL", "error")
@@ -58,15 +55,15 @@ def main() -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from tests.dashboards.simloop import build_loop
     from truthline.dashboards import pages
+    from truthline.simulate import build_simulated_loop
 
     console = Console()
     root = args.workspace or Path(tempfile.mkdtemp(prefix="truthline-dash-bench-")) / "ws"
     if not (root / "truthline.db").is_file():
         with console.status(f"building a SIMULATED store of {args.items} clips in {root} ..."):
             t0 = time.perf_counter()
-            build_loop(root, n_items=args.items, seed=0)
+            build_simulated_loop(root, n_items=args.items, seed=0)
             console.print(f"store built in {time.perf_counter() - t0:.1f} s")
     os.environ["TRUTHLINE_WORKSPACE"] = str(root)
     os.environ.pop("TRUTHLINE_DB", None)

@@ -209,9 +209,9 @@ os.environ.setdefault("MPLCONFIGDIR", str(Path(os.environ.get("TMPDIR", "/tmp"))
 def sim_ws(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
     """A SIMULATED loop (prefill, blind/anchored/expert annotations) with a planted
     rubber-stamp annotator ``sim-rubber`` who keeps almost every prefill."""
-    from tests.dashboards.simloop import build_loop
+    from truthline.simulate import build_simulated_loop
 
-    return build_loop(tmp_path_factory.mktemp("sim") / "ws", n_items=60, seed=1)
+    return build_simulated_loop(tmp_path_factory.mktemp("sim") / "ws", n_items=60, seed=1)
 
 
 @pytest.fixture(scope="session")

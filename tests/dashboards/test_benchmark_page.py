@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.dashboards.simloop import BENCH_MODELS
 from truthline.benchmark import compare_gold, leaderboard, list_runs, paired_matrix
+from truthline.simulate._loop import BENCH_MODELS
 
 
 def _frame(at, column: str):

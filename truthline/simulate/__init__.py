@@ -8,6 +8,7 @@ from truthline.simulate._annotators import (
     get_behaviour,
     registered_behaviours,
 )
+from truthline.simulate._loop import build_simulated_loop
 from truthline.simulate._scenario import DEFAULT_TEAM, Scenario, TeamMember, build_scenario
 from truthline.simulate._vlm import (
     SimProfile,
@@ -28,6 +29,7 @@ __all__ = [
     "TeamMember",
     "annotator_behaviour",
     "build_scenario",
+    "build_simulated_loop",
     "decide_annotation",
     "get_behaviour",
     "get_profile",

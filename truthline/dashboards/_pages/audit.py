@@ -17,8 +17,12 @@ from truthline.dashboards._charts import chart
 from truthline.dashboards._context import Context
 from truthline.dashboards._frame import cached
 from truthline.dashboards._plots import ci_bars, ci_row, forest
+from truthline.dashboards._queries import gradient_choices
 from truthline.dashboards._registry import page
 from truthline.errors import TruthlineError
+
+SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "star", "hexagon", "cross")
+"""Marker shapes per annotator, so close points stay distinguishable without colour."""
 
 DIRECTIONS = (
     "productive_anchoring",
@@ -29,13 +33,35 @@ DIRECTIONS = (
 )
 
 
-def audit_result(ctx: Context) -> dict[str, Any]:
-    """``run_audit(...).as_dict()``, cached per data version."""
+def audit_result(ctx: Context, gradient_model: str | None = None) -> dict[str, Any]:
+    """``run_audit(...).as_dict()``, cached per data version and gradient model."""
     from truthline.audit import run_audit
 
     return cached(
-        ctx, "truthline.audit.run_audit", lambda: run_audit(ctx.store, ctx.project).as_dict()
+        ctx,
+        "truthline.audit.run_audit",
+        lambda: run_audit(ctx.store, ctx.project, gradient_model=gradient_model).as_dict(),
+        gradient_model,
     )
+
+
+def _pick_gradient_model(ctx: Context) -> str | None:
+    """The predictions the provenance gradient scores (a re-run of the prefill by default)."""
+    versions, shown, default = cached(
+        ctx, "dashboards.gradient_choices", lambda: gradient_choices(ctx.store, ctx.name)
+    )
+    if len(versions) < 2 or default is None:
+        return None
+    choice = st.selectbox(
+        "Provenance gradient scores",
+        versions,
+        index=versions.index(default) if default in versions else 0,
+        key="audit-gradient-model",
+        help="Predictions scored against blind, anchored and VLM-sourced labels. The prefill "
+        "shown to annotators agrees with its own VLM-sourced labels by construction: pick a "
+        "re-run of the model.",
+    )
+    return None if choice == shown else choice
 
 
 def direction_table(res: dict[str, Any], fields: list[str]) -> pd.DataFrame:
@@ -134,25 +160,33 @@ def _section_quadrant(res: dict[str, Any]) -> None:
     df = pd.DataFrame(rows)
     fig = None
     if not df.empty:
+        # one trace per annotator (legend, not text labels: close points made labels overlap)
         fig = go.Figure(
-            go.Scatter(
-                x=df["vlm_kappa_point"],
-                y=df["expert_agreement_point"],
-                text=df["annotator"],
-                mode="markers+text",
-                textposition="top center",
-                marker=dict(size=12),
-                error_x=dict(
-                    type="data",
-                    symmetric=False,
-                    array=df["vlm_kappa_high"] - df["vlm_kappa_point"],
-                    arrayminus=df["vlm_kappa_point"] - df["vlm_kappa_low"],
-                ),
-            )
+            [
+                go.Scatter(
+                    x=[r.vlm_kappa_point],
+                    y=[r.expert_agreement_point],
+                    name=str(r.annotator),
+                    mode="markers",
+                    marker=dict(size=12, symbol=SYMBOLS[i % len(SYMBOLS)]),
+                    error_x=dict(
+                        type="data",
+                        symmetric=False,
+                        array=[r.vlm_kappa_high - r.vlm_kappa_point],
+                        arrayminus=[r.vlm_kappa_point - r.vlm_kappa_low],
+                    ),
+                )
+                for i, r in enumerate(df.itertuples())
+            ]
         )
         ceiling = res["vlm_kappa"].get("ceiling")
         if ceiling is not None:
-            fig.add_vline(x=ceiling, line_dash="dot", annotation_text="team ceiling")
+            fig.add_vline(
+                x=ceiling,
+                line_dash="dot",
+                annotation_text="team ceiling",
+                annotation_position="bottom right",
+            )
         fig.update_layout(
             height=420,
             xaxis_title="kappa with the VLM prefill (anchored arm)",
@@ -194,6 +228,13 @@ def _section_signals(res: dict[str, Any]) -> None:
         st.error(f"Flagged (two or more signals): {', '.join(flagged)}")
     elif not df.empty:
         st.success("No annotator fires two or more exclusion signals.")
+    excluded = res.get("exclusions") or {}
+    if excluded:
+        # excluded annotators are left out of the team figures and of the signals above
+        st.info(
+            "Excluded already, not part of the team figures: "
+            + "; ".join(f"{a} ({why})" for a, why in sorted(excluded.items()))
+        )
     fig = None
     if not df.empty:
         num = df[df["signal"] != "zero_productive"]
@@ -242,11 +283,27 @@ def _section_signals(res: dict[str, Any]) -> None:
                 for w in ("before", "after")
             ]
         )
+        title = f"Before/after excluding {', '.join(ba['annotators'])} ({ba['kind']})"
+        # rates and coefficients live on [-1, 1]; counts such as edit depth get their own
+        # axis, or they squash every rate into a sliver
+        wide = set(long.loc[long["high"].abs() > 1, "aggregate"])
+        unit = long[~long["aggregate"].isin(wide)]
         chart(
-            forest(long, "aggregate", color="when", x_title="value (95% CI)"),
-            bdf,
-            f"Before/after excluding {', '.join(ba['annotators'])} ({ba['kind']})",
+            forest(unit, "aggregate", color="when", x_title="rate or coefficient (95% CI)"),
+            bdf[~bdf["aggregate"].isin(wide)],
+            title,
         )
+        if wide:
+            chart(
+                forest(
+                    long[long["aggregate"].isin(wide)],
+                    "aggregate",
+                    color="when",
+                    x_title="value (95% CI)",
+                ),
+                bdf[bdf["aggregate"].isin(wide)],
+                f"{title}: other scales",
+            )
 
 
 def _section_gradient(res: dict[str, Any]) -> None:
@@ -299,8 +356,9 @@ def _section_time(res: dict[str, Any], fields: list[str]) -> None:
 @page("Provenance audit", order=30, url_path="audit", icon=":material/policy:")
 def audit(ctx: Context) -> None:
     st.title("Provenance audit")
+    gradient_model = _pick_gradient_model(ctx)
     try:
-        res = audit_result(ctx)
+        res = audit_result(ctx, gradient_model)
     except TruthlineError as exc:
         st.info(str(exc))
         return

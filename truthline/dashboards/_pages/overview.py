@@ -86,6 +86,7 @@ def overview(ctx: Context) -> None:
             text="items",
             category_orders={"label": list(funnel["label"])},
         )
+        fig.update_traces(textangle=0, textposition="outside", cliponaxis=False)
         fig.update_layout(height=80 + 32 * len(funnel), showlegend=False, yaxis_title=None)
     chart(
         fig,
@@ -98,10 +99,15 @@ def overview(ctx: Context) -> None:
         cached(ctx, "dashboards.model_costs", lambda: model_costs(ctx.store, ctx.name))
     )
     cfig = None
+    caption = "Every model call in the responses cache."
     if not costs.empty:
-        cfig = px.bar(costs, x="model", y="cost_usd", color="purpose", barmode="group")
+        # free or SIMULATED models cost nothing: a chart of zeros says nothing, calls do
+        measure = "cost_usd" if costs["cost_usd"].sum() > 0 else "calls"
+        if measure == "calls":
+            caption += " No call has a cost yet (SIMULATED or free models): calls are shown."
+        cfig = px.bar(costs, x="model", y=measure, color="purpose", barmode="group", text=measure)
         cfig.update_layout(height=320)
-    chart(cfig, costs, "Model cost so far", caption="Every model call in the responses cache.")
+    chart(cfig, costs, "Model cost so far", caption=caption)
 
     st.subheader("Label Studio")
     links = cached(

@@ -1,23 +1,27 @@
-"""A SIMULATED annotation loop in a store, for dashboard tests and ``bench/dashboard_load.py``.
+"""A SIMULATED annotation loop in a workspace, for the dashboard tests and ``bench/dashboard_load.py``.
 
 Items carry the demo's known truth; the prefill is the ``steel-v1`` simulated VLM; blind and
 anchored annotators are simulated (``sim-rubber`` keeps almost every prefill: the planted
 anchoring annotator); a simulated expert reviews a share of items. Media files are
 written small (160x90): benchmark runs send them to the simulated models.
+
+Unlike ``build_scenario`` (a store-only SteelBench-sized audit scenario without media),
+this builds a whole workspace with media files, a gold snapshot and a benchmark run, which
+is what every dashboard page needs to show something.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import insert
 
-from truthline.demo._scene import make_specs, truth_of, write_dataset
-from truthline.media import import_items
-from truthline.simulate import seeded_rng, simulated_answer
+from truthline.simulate._vlm import seeded_rng, simulated_answer
 from truthline.store import json_hash, now, tables
-from truthline.workspace import Workspace
+
+if TYPE_CHECKING:
+    from truthline.workspace import Workspace
 
 BLIND = ["sim-ann-a", "sim-ann-b", "sim-ann-c"]
 ANCHORED = ["sim-ann-d", "sim-ann-e", "sim-rubber"]
@@ -39,11 +43,23 @@ def _norm(project, values: dict[str, Any]) -> dict[str, Any]:
 BENCH_MODELS = ["simulated:steel-strong", "simulated:steel-weak"]
 
 
-def build_loop(
+def _pk(result: Any) -> int:
+    """The new row's primary key (typed Optional by SQLAlchemy; an insert always has one)."""
+    key = result.inserted_primary_key
+    assert key is not None
+    return int(key[0])
+
+
+def build_simulated_loop(
     root: Path, n_items: int = 60, seed: int = 0, review_share: float = 0.5, benchmark: bool = True
 ) -> Workspace:
     """A workspace whose store holds items, prefill, blind/anchored/expert annotations, and
     (``benchmark``) a gold snapshot and one run of two SIMULATED models of different accuracy."""
+    # imported here: the demo and the workspace import truthline.simulate themselves
+    from truthline.demo._scene import make_specs, truth_of, write_dataset
+    from truthline.media import import_items
+    from truthline.workspace import Workspace
+
     ws = Workspace.from_env(root)
     project = ws.init_project("steel-safety")
     name = project.name
@@ -95,23 +111,23 @@ def build_loop(
             anns.append((item, "sim-expert", "review", 2, _norm(project, truth), 600.0))
     with ws.store.begin() as conn:
         conn.execute(insert(tables.arm_assignments), assign)
-        r_ids = [
-            conn.execute(insert(tables.responses).values(**r)).inserted_primary_key[0] for r in resp
-        ]
+        r_ids = [_pk(conn.execute(insert(tables.responses).values(**r))) for r in resp]
         p_ids = {}
         for (item, v), rid in zip(preds, r_ids, strict=True):
-            p_ids[item] = conn.execute(
-                insert(tables.predictions).values(
-                    project=name,
-                    item_id=item,
-                    model_version=PREFILL,
-                    response_id=rid,
-                    values=v,
-                    status="parsed",
-                    simulated=True,
-                    created_at=ts,
+            p_ids[item] = _pk(
+                conn.execute(
+                    insert(tables.predictions).values(
+                        project=name,
+                        item_id=item,
+                        model_version=PREFILL,
+                        response_id=rid,
+                        values=v,
+                        status="parsed",
+                        simulated=True,
+                        created_at=ts,
+                    )
                 )
-            ).inserted_primary_key[0]
+            )
         rows = []
         for item, a, arm, tier, vals, lead in anns:
             for f, val in vals.items():
@@ -156,3 +172,6 @@ def build_loop(
         finalize(ws.store, project)
         run_benchmark(ws.store, project, RunConfig(models=BENCH_MODELS), progress=False)
     return ws
+
+
+__all__ = ["ANCHORED", "BENCH_MODELS", "BLIND", "KEEP", "PREFILL", "build_simulated_loop"]

@@ -1,0 +1,89 @@
+"""The shape of a finished ``truthline demo`` store: a re-run of the prefill model for the
+provenance gradient, a recorded exclusion, free (SIMULATED) model calls. The dashboards must
+score the re-run (not the prefill against itself), say who is excluded, keep rates readable
+beside edit depth, and chart calls when no call costs anything."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from sqlalchemy import select, update
+
+from truthline.audit import exclude_annotator, run_audit
+from truthline.dashboards._queries import gradient_choices
+from truthline.simulate import build_simulated_loop, simulated_answer
+from truthline.simulate._loop import PREFILL
+from truthline.store import now, tables
+
+RERUN = f"{PREFILL}@rerun"
+
+
+@pytest.fixture(scope="module")
+def demo_ws(tmp_path_factory: pytest.TempPathFactory):
+    ws = build_simulated_loop(tmp_path_factory.mktemp("demo") / "ws", n_items=16, seed=2)
+    project = ws.project()
+    with ws.store.begin() as conn:
+        items = conn.execute(
+            select(tables.items.c.id, tables.items.c.key, tables.items.c.sim_truth).where(
+                tables.items.c.project == project.name
+            )
+        ).all()
+        rows = []
+        for item, key, truth in items:
+            raw = simulated_answer("steel-v1", truth, project, f"{key}#rerun")
+            vals = {n: project.field_types[n].normalize(v) for n, v in raw.items()}
+            rows.append(
+                dict(
+                    project=project.name,
+                    item_id=item,
+                    model_version=RERUN,
+                    values=vals,
+                    status="parsed",
+                    simulated=True,
+                    created_at=now(),
+                )
+            )
+        conn.execute(tables.predictions.insert(), rows)
+        conn.execute(update(tables.responses).values(cost_usd=0.0))
+    exclude_annotator(ws.store, project, "sim-rubber", "planted rubber stamp", decided_by="test")
+    return ws
+
+
+def _frame(at, column: str):
+    return [df.value for df in at.dataframe if column in df.value.columns]
+
+
+def test_gradient_defaults_to_a_rerun_of_the_prefill(demo_ws):
+    versions, shown, default = gradient_choices(demo_ws.store, "steel-safety")
+    assert versions == sorted([PREFILL, RERUN]) and shown == PREFILL and default == RERUN
+
+
+def test_audit_page_scores_the_rerun_and_names_the_excluded(demo_ws, run_app, texts):
+    at = run_app(demo_ws, page="audit")
+    assert not at.exception, at.exception
+    assert at.selectbox(key="audit-gradient-model").value == RERUN
+    assert not any("self-reference" in w.value for w in at.warning)
+    want = run_audit(demo_ws.store, demo_ws.project(), gradient_model=RERUN).as_dict()
+    grad = _frame(at, "reference")[0].set_index("reference")
+    assert math.isclose(
+        grad.loc["VLM-sourced gold", "point"], want["gradient"]["vlm_sourced"]["point"]
+    )
+    assert grad.loc["VLM-sourced gold", "point"] < 1.0  # not circular
+    assert any(i.value.startswith("Excluded already") and "sim-rubber" in i.value for i in at.info)
+    # before/after: edit depth (a count) has its own chart; the rates chart stays on [-1, 1]
+    tables_ = _frame(at, "before_point")
+    assert len(tables_) == 2
+    rates, other = tables_
+    assert "edit_depth" not in set(rates["aggregate"]) and set(other["aggregate"]) == {"edit_depth"}
+    assert rates[["before_high", "after_high"]].abs().max().max() <= 1.0
+    # choosing the prefill itself brings the circularity warning back
+    at.selectbox(key="audit-gradient-model").set_value(PREFILL).run()
+    assert not at.exception
+    assert any("self-reference" in w.value for w in at.warning)
+
+
+def test_free_model_calls_are_charted_as_calls(demo_ws, run_app, texts):
+    at = run_app(demo_ws, page="overview")
+    assert not at.exception, at.exception
+    assert "No call has a cost yet (SIMULATED or free models): calls are shown." in texts(at)
