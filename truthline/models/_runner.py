@@ -12,6 +12,7 @@ settings + rendered prompt hash + image hashes.
 from __future__ import annotations
 
 import asyncio
+import functools
 import random
 import re
 import signal
@@ -38,6 +39,7 @@ from truthline.models._types import (
     ModelRequest,
     ModelResult,
 )
+from truthline.models._writer import ResponseWriter
 from truthline.store import json_hash, now, tables
 
 _REFUSAL = re.compile(
@@ -62,19 +64,26 @@ class RetryPolicy:
         return random.uniform(0, min(self.cap, self.base * 2 ** (attempt - 1)))
 
 
-def request_key(spec: ModelSpec, req: ModelRequest) -> tuple[str, str, list[str]]:
-    """``(cache_key, prompt_hash, image_hashes)`` for one request."""
+def request_key(
+    spec: ModelSpec, req: ModelRequest, *, reads_context: bool = False
+) -> tuple[str, str, list[str]]:
+    """``(cache_key, prompt_hash, image_hashes)`` for one request.
+
+    ``reads_context``: the backend answers from the request's context (see
+    ``Backend.reads_context``), so the item and its context are part of the key.
+    """
     prompt_hash = json_hash([req.system, req.user])
     images = [image_hash(p) for p in req.images]
-    key = json_hash(
-        {
-            "model": spec.cache_identity,
-            "settings": req.settings,
-            "prompt": prompt_hash,
-            "images": images,
-        }
-    )
-    return key, prompt_hash, images
+    ident: dict[str, object] = {
+        "model": spec.cache_identity,
+        "settings": req.settings,
+        "prompt": prompt_hash,
+        "images": images,
+    }
+    if reads_context:
+        ident["item"] = req.item_id
+        ident["context"] = req.context
+    return json_hash(ident), prompt_hash, images
 
 
 def classify(fields: Any, comp: Completion) -> tuple[str, str | None, dict, dict]:
@@ -151,9 +160,16 @@ class _Run:
         self.price = be.price
         self.bar: Any = None
         self.task: Any = None
+        self.writer: Any = None
+        self.unreported: dict[int, tuple[ModelResult, asyncio.Future]] = {}
+        self.max_unreported = 256
+        self.error: BaseException | None = None
 
     # -- store ---------------------------------------------------------------------------
-    def record(self, i: int, out: Completion | InfraError, latency: float, attempts: int) -> None:
+    def submit(
+        self, i: int, out: Completion | InfraError, latency: float, attempts: int
+    ) -> asyncio.Future:
+        """Classify one answer and queue its row; report it once the future resolves."""
         req, (key, phash, ihashes) = self.reqs[i], self.keys[i]
         values: dict[str, Any]
         errors: dict[str, str]
@@ -169,6 +185,8 @@ class _Run:
         cost = self.price.cost(tin, tout, tthink)
         ts = now()
         row = dict(
+            cache_key=key,
+            created_at=ts,
             project=req.project,
             item_id=req.item_id,
             purpose=req.purpose,
@@ -191,17 +209,8 @@ class _Run:
             image_hashes=ihashes,
             updated_at=ts,
         )
-        t = tables.responses
-        with self.store.begin() as conn:
-            rid = self.existing.get(key)
-            if rid is not None:
-                conn.execute(t.update().where(t.c.id == rid).values(**row))
-            else:
-                rid = conn.execute(
-                    t.insert().values(cache_key=key, created_at=ts, **row)
-                ).inserted_primary_key[0]
         res = ModelResult(
-            response_id=int(rid),
+            response_id=0,
             cache_key=key,
             status=status,
             reason=reason,
@@ -217,16 +226,41 @@ class _Run:
             attempts=attempts,
             simulated=self.be.simulated,
         )
-        self.results[i] = res
+        # the money is spent when the answer arrives: the budget counts it now
         self.spent += cost
-        if status != PARSED:
-            self.failures += 1
         if self.max_cost is not None and self.spent >= self.max_cost and not self.stop_reason:
             self.stop_reason = "budget"
+        fut = self.writer.submit(row, self.existing.get(key))
+        self.unreported[i] = (res, fut)
+        return fut
+
+    def report(self, i: int, rid: int) -> None:
+        """Account for and announce a committed answer (never before its commit)."""
+        res, _ = self.unreported.pop(i)
+        res.response_id = int(rid)
+        self.results[i] = res
+        if res.status != PARSED:
+            self.failures += 1
         if self.on_result is not None:
-            self.on_result(req, res)
+            self.on_result(self.reqs[i], res)
         if self.bar is not None:
             self.bar.update(self.task, advance=1, failures=self.failures, cost=self.spent)
+
+    def committed(self, i: int, fut: asyncio.Future) -> None:
+        """Done-callback of a row's commit: report it, or stop the run on an error (the
+        error is re-raised when the run ends)."""
+        if i not in self.unreported:
+            return
+        exc = fut.exception()
+        if exc is not None:
+            self.error = self.error or exc
+            self.stop_reason = "error"
+            return
+        try:
+            self.report(i, fut.result())
+        except BaseException as err:  # an on_result callback failed: stop, re-raise later
+            self.error = self.error or err
+            self.stop_reason = "error"
 
     # -- calls ---------------------------------------------------------------------------
     async def call(self, batch: list[int]) -> None:
@@ -247,6 +281,7 @@ class _Run:
                 outs = [err] * len(pending)
             latency = time.perf_counter() - t0
             retry: list[int] = []
+            done: list[tuple[int, asyncio.Future]] = []
             delay = 0.0
             for i, out in zip(pending, outs, strict=True):
                 if (
@@ -258,7 +293,13 @@ class _Run:
                     retry.append(i)
                     delay = max(delay, self.policy.delay(attempts[i], out.retry_after))
                 else:
-                    self.record(i, out, latency, attempts[i])
+                    done.append((i, self.submit(i, out, latency, attempts[i])))
+            # the worker moves on; each answer is reported when its commit lands
+            # (``committed``). Backpressure: past ``max_unreported`` rows it waits.
+            for i, fut in done:
+                fut.add_done_callback(functools.partial(self.committed, i))
+            while len(self.unreported) > self.max_unreported and done:
+                await asyncio.shield(self.unreported[min(self.unreported)][1])
             if retry:
                 await asyncio.sleep(delay)
             pending = retry
@@ -291,7 +332,7 @@ async def arun_requests(
     ms = parse_model_spec(spec) if isinstance(spec, str) else spec
     be = backend or get_backend(ms)
     be.bind(store)
-    keys = [request_key(ms, r) for r in requests]
+    keys = [request_key(ms, r, reads_context=be.reads_context) for r in requests]
     have = cached_results(store, [k[0] for k in keys])
     results: list[ModelResult | None] = [None] * len(requests)
     first: dict[str, int] = {}
@@ -342,6 +383,7 @@ async def arun_requests(
         TextColumn("${task.fields[cost]:.4f}"),
     ]
     n_workers = min(max(1, concurrency), be.max_concurrency or concurrency, max(1, len(todo)))
+    run.writer = ResponseWriter(store, loop)
     try:
         with Progress(*cols, disable=not progress or not todo, transient=False) as bar:
             run.bar = _RateBar(bar)
@@ -350,10 +392,19 @@ async def arun_requests(
             try:
                 await asyncio.gather(*workers)
             except asyncio.CancelledError:
-                for w in workers:
-                    w.cancel()
-                await asyncio.gather(*workers, return_exceptions=True)
+                await _cancel(workers)
                 run.stop_reason = run.stop_reason or "interrupted"
+            except BaseException:
+                await _cancel(workers)  # nothing may outlive the run (or the writer)
+                raise
+            finally:
+                # every answer that arrived is committed before the run returns or raises
+                await run.writer.aclose()
+                for i, (_, fut) in sorted(run.unreported.items()):
+                    if fut.done():  # committed while its worker was cancelled
+                        run.committed(i, fut)
+            if run.error is not None:
+                raise run.error
     finally:
         if sigint:
             loop.remove_signal_handler(signal.SIGINT)
@@ -380,6 +431,12 @@ async def arun_requests(
             )
         out.append(res)
     return out
+
+
+async def _cancel(tasks: Sequence[asyncio.Task]) -> None:
+    for w in tasks:
+        w.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 class _RateBar:
