@@ -149,6 +149,7 @@ def _register_backend() -> None:
         """``rule:NAME``: a deterministic rule baseline (no model, no cost)."""
 
         max_concurrency = 1
+        reads_context = True  # answers from the gold and the item, not the prompt
 
         async def complete(self, request: Any) -> Any:
             fn = _RULES.get(self.spec.name)

@@ -39,6 +39,10 @@ class Backend:
 
     kind: ClassVar[str] = ""
     simulated: ClassVar[bool] = False
+    reads_context: ClassVar[bool] = False
+    """The answer depends on the request's ``context`` (a SIMULATED model reads the item's
+    known truth; a rule reads the gold), not only on prompt and images: the cache key must
+    then include the item and its context, or identical prompts would share one answer."""
     batch_size: int = 1
     max_concurrency: int | None = None
     """Cap on parallel calls regardless of the runner's concurrency (local models: 1)."""

@@ -18,6 +18,7 @@ from truthline.models._types import Completion, ModelRequest
 @backend("simulated")
 class SimulatedBackend(Backend):
     simulated = True
+    reads_context = True  # answers from the item's known truth
 
     def __init__(self, spec):
         super().__init__(spec)
