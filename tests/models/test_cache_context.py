@@ -1,0 +1,60 @@
+"""The cache key of backends that answer from the request context (SIMULATED models, rules)."""
+
+from __future__ import annotations
+
+from sqlalchemy import func, select
+
+from truthline.models import ModelRequest, parse_model_spec, request_key, run_requests
+from truthline.project import load_project
+from truthline.store import Store, now, tables
+from truthline.workspace import templates_dir
+
+
+def _req(project, item_id: int, truth: dict) -> ModelRequest:
+    return ModelRequest(
+        project=project.name,
+        item_id=item_id,
+        purpose="benchmark",
+        system=None,
+        user="the same prompt for every item",
+        images=[],
+        fields=project.field_types,
+        settings={"max_tokens": 256},
+        context={"sim_truth": truth, "key": f"item-{item_id}"},
+    )
+
+
+def test_identical_prompts_of_different_items_do_not_share_a_simulated_answer(tmp_path):
+    project = load_project(templates_dir() / "steel-safety")
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    store.upsert_project(project)
+    with store.begin() as conn:
+        for i in (1, 2):
+            conn.execute(
+                tables.items.insert().values(
+                    id=i,
+                    project=project.name,
+                    key=f"item-{i}",
+                    media_kind="frames",
+                    media=[],
+                    media_root="",
+                    content_hash=str(i) * 64,
+                    meta={},
+                    created_at=now(),
+                    updated_at=now(),
+                )
+            )
+    one = {"worker_count": 1, "scene_type": "production"}
+    three = {"worker_count": 3, "scene_type": "yard"}
+    spec = parse_model_spec("simulated:perfect")
+    a, b = _req(project, 1, one), _req(project, 2, three)
+    # a real model would see two identical requests: one key (a cache hit is right there) ...
+    assert request_key(spec, a)[0] == request_key(spec, b)[0]
+    # ... but a backend answering from the context must key on it
+    assert (
+        request_key(spec, a, reads_context=True)[0] != request_key(spec, b, reads_context=True)[0]
+    )
+    res = run_requests(store, "simulated:perfect", [a, b], progress=False)
+    assert [r.values["worker_count"] for r in res] == [1, 3]
+    with store.begin() as conn:
+        assert conn.execute(select(func.count()).select_from(tables.responses)).scalar_one() == 2
