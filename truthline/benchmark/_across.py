@@ -89,14 +89,14 @@ def _routing(v: RunScored) -> dict[str, Any]:
     routed = np.zeros(len(base))
     for e, lab in r["best_by_environment"].items():
         routed[env_a == e] = correct[lab][env_a == e]
-    args = _boot(v, base)
     singles = {lab: float(c.mean()) for lab, c in correct.items()}
     best = max(singles, key=lambda k: singles[k])
+    ci = M.accuracies({"routed": routed, "best": correct[best]}, **_boot(v, base))
     return {
-        "value": M.accuracy(routed, **args),
+        "value": ci["routed"],
         "environment": by,
         "best_by_environment": r["best_by_environment"],
-        "best_single": {"model": best, "accuracy": M.accuracy(correct[best], **args)},
+        "best_single": {"model": best, "accuracy": ci["best"]},
         "gain": float(routed.mean() - singles[best]),
         "n": len(base),
     }
@@ -167,15 +167,18 @@ def _hard(v: RunScored) -> dict[str, Any]:
     if not len(base):
         return {"value": None, "note": "no decisions common to the rule and the models"}
     hard = ~per[rule_lab]["correct"].astype(bool).to_numpy()
-    models = {}
-    for lab in labels:
-        c = per[lab]["correct"].astype(float).to_numpy()
-        row: dict[str, Any] = {}
-        for name, mask in (("hard", hard), ("easy", ~hard)):
-            sub = base[mask].reset_index(drop=True)
-            row[name] = M.accuracy(c[mask], **_boot(v, sub)) if mask.any() else None
-        row["all"] = M.accuracy(c, **_boot(v, base))
-        models[lab] = row
+    correct = {lab: per[lab]["correct"].astype(float).to_numpy() for lab in labels}
+    models: dict[str, dict[str, Any]] = {lab: {} for lab in labels}
+    # one resampling draw per subset serves every model (same decisions, same units)
+    for name, mask in (("hard", hard), ("easy", ~hard), ("all", None)):
+        sub = base if mask is None else base[mask].reset_index(drop=True)
+        if not len(sub):
+            for lab in labels:
+                models[lab][name] = None
+            continue
+        cols = {lab: c if mask is None else c[mask] for lab, c in correct.items()}
+        for lab, ci in M.accuracies(cols, **_boot(v, sub)).items():
+            models[lab][name] = ci
     return {
         "value": None,
         "rule": rule_lab,
@@ -275,18 +278,12 @@ def _open_similarity(v: RunScored) -> dict[str, Any]:
         [str(g) for g in base["gold"]],
         embed=_EMBED,
     )
-    args = _boot(v, base)
+    sim = M.accuracies({lab: r["per_item"][lab] for lab in labels}, **_boot(v, base))
     return {
         "value": None,
         "fields": texts,
         "n": len(base),
-        "models": {
-            lab: {
-                "similarity": M.accuracy(np.asarray(r["per_item"][lab]), **args),
-                "z": r["z"][lab],
-            }
-            for lab in labels
-        },
+        "models": {lab: {"similarity": sim[lab], "z": r["z"][lab]} for lab in labels},
     }
 
 

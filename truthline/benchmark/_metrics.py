@@ -49,7 +49,10 @@ class _Units:
         return np.bincount(self.inv, weights=np.asarray(col, dtype=float), minlength=self.n)
 
     def matrix(self, rs: Resampling) -> np.ndarray:
-        return draw(self.n, rs.resamples, rs.seed, clusters=self.clusters, strata=self.strata)
+        """The multiplicity matrix as float64: every use is ``W @ x`` with float ``x``, and
+        an int32 ``W`` would be cast to float again on each product."""
+        W = draw(self.n, rs.resamples, rs.seed, clusters=self.clusters, strata=self.strata)
+        return W.astype(np.float64)
 
 
 def _units(
@@ -107,12 +110,28 @@ def ratio(
     a = np.asarray(numer, dtype=float)
     b = np.ones_like(a) if denom is None else np.asarray(denom, dtype=float)
     u = _units(len(a), units, clusters, strata)
+    return _ratio_on(a, b, u, _matrix(u, rs), rs)
+
+
+def _matrix(u: _Units, rs: Resampling) -> np.ndarray | None:
+    return u.matrix(rs) if rs.resamples and u.n else None
+
+
+def _ratio_on(
+    a: np.ndarray,
+    b: np.ndarray,
+    u: _Units,
+    W: np.ndarray | None,
+    rs: Resampling,
+    Wb: np.ndarray | None = None,
+) -> CI:
+    """sum(a) / sum(b) with its CI on an already drawn multiplicity matrix ``W``
+    (``Wb``: ``W @ sums(b)`` when the caller shares one denominator across columns)."""
     na, nb = u.sums(a), u.sums(b)
     point = float(_div(na.sum(), nb.sum())) if nb.sum() > 0 else float("nan")
     boot = None
-    if rs.resamples and u.n:
-        W = u.matrix(rs)
-        boot = _div(W @ na, W @ nb)
+    if W is not None:
+        boot = _div(W @ na, W @ nb if Wb is None else Wb)
     return _ci(point, boot, rs, u)
 
 
@@ -130,6 +149,32 @@ def accuracy(
     c = np.asarray(correct, dtype=float)
     w = np.ones_like(c) if weights is None else np.asarray(weights, dtype=float)
     return ratio(c * w, w, units=units, clusters=clusters, strata=strata, rs=rs)
+
+
+def accuracies(
+    columns: Mapping[str, ArrayLike],
+    *,
+    units: Sequence[Any] | None = None,
+    clusters: Sequence[Any] | None = None,
+    strata: Sequence[Any] | None = None,
+    rs: Resampling = Resampling(),
+) -> dict[str, CI]:
+    """``accuracy`` of several correctness columns over the *same* decisions (models on
+    their common decisions), on one resampling draw: the matrix depends only on the units
+    and the seed, so drawing it once per column would repeat identical work."""
+    cols = {k: np.asarray(c, dtype=float) for k, c in columns.items()}
+    if not cols:
+        return {}
+    n = {len(c) for c in cols.values()}
+    if len(n) != 1:
+        raise ValueError(f"columns differ in length: {sorted(n)}")
+    u = _units(n.pop(), units, clusters, strata)
+    W = _matrix(u, rs)
+    ones = np.ones(len(next(iter(cols.values()))))
+    Wb = None
+    if W is not None:
+        Wb = W @ u.sums(ones)  # one denominator: every column has the same decisions
+    return {k: _ratio_on(c, ones, u, W, rs, Wb) for k, c in cols.items()}
 
 
 # -- classes -------------------------------------------------------------------------------
@@ -238,7 +283,7 @@ def binary_scores(
         "false_accept_rate": lambda tp, fp, fn, tn: _div(fp, fp + tn),
         "miss_rate": lambda tp, fp, fn, tn: _div(fn, tp + fn),
     }
-    W = u.matrix(rs) if rs.resamples and u.n else None
+    W = _matrix(u, rs)
     sums = (TP.sum(), FP.sum(), FN.sum(), TN.sum())
     out: dict[str, Any] = {}
     for name, fn_ in stats.items():
@@ -262,7 +307,7 @@ def safety(
     g, p = _binary(gold, pred)
     u = _units(len(g), units, clusters, strata)
     TP, FN, FP = u.sums(g & p), u.sums(g & ~p), u.sums(~g & p)
-    W = u.matrix(rs) if rs.resamples and u.n else None
+    W = _matrix(u, rs)
     rec_pt = float(_div(TP.sum(), TP.sum() + FN.sum()))
     fa_pt = float(_div(FP.sum(), FP.sum() + FN.sum()))
     recall = _ci(rec_pt, _div(W @ TP, W @ (TP + FN)) if W is not None else None, rs, u)
@@ -304,7 +349,7 @@ def f_beta(
     def stat(t: Any, f: Any, m: Any) -> Any:
         return _div((1 + b2) * t, (1 + b2) * t + b2 * m + f)
 
-    W = u.matrix(rs) if rs.resamples and u.n else None
+    W = _matrix(u, rs)
     boot = stat(W @ TP, W @ FP, W @ FN) if W is not None else None
     return _ci(float(stat(TP.sum(), FP.sum(), FN.sum())), boot, rs, u)
 
@@ -336,7 +381,7 @@ def ece(
         tot = n.sum(-1, keepdims=True)
         return (np.abs(a - c) / np.where(tot > 0, tot, np.nan)).sum(-1)
 
-    W = u.matrix(rs) if rs.resamples and u.n else None
+    W = _matrix(u, rs)
     n0, c0, a0 = N.sum(0), C.sum(0), A.sum(0)
     table = [
         {
@@ -393,7 +438,7 @@ def naudc(
         area = ((acc[..., 1:] + acc[..., :-1]) / 2).sum(-1)
         return _div(area, acc[..., 0] * width)
 
-    W = u.matrix(rs) if rs.resamples and u.n else None
+    W = _matrix(u, rs)
     point = float(stat(Nm.sum(0), Am.sum(0)))
     boot = stat(W @ Nm, W @ Am) if W is not None else None
     return {"naudc": _ci(point, boot, rs, u), "per_condition": per}
