@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import func, select
 
 from truthline.models import ModelRequest, parse_model_spec, request_key, run_requests
@@ -58,3 +59,46 @@ def test_identical_prompts_of_different_items_do_not_share_a_simulated_answer(tm
     assert [r.values["worker_count"] for r in res] == [1, 3]
     with store.begin() as conn:
         assert conn.execute(select(func.count()).select_from(tables.responses)).scalar_one() == 2
+
+
+@pytest.mark.timeout(120)
+def test_more_answers_than_the_unreported_cap_do_not_stall_the_runner(tmp_path, monkeypatch):
+    """Regression: with a fast backend and a slow store, over 256 answers awaiting their
+    commit made the backpressure loop await finished futures without yielding, forever."""
+    import time
+
+    from truthline.models._writer import ResponseWriter
+
+    slow = ResponseWriter._write
+
+    def write(self, group):
+        time.sleep(0.05)  # a slow store: answers pile up faster than commits land
+        return slow(self, group)
+
+    monkeypatch.setattr(ResponseWriter, "_write", write)
+    project = load_project(templates_dir() / "steel-safety")
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    store.upsert_project(project)
+    n = 700
+    with store.begin() as conn:
+        conn.execute(
+            tables.items.insert(),
+            [
+                dict(
+                    id=i,
+                    project=project.name,
+                    key=f"item-{i}",
+                    media_kind="frames",
+                    media=[],
+                    media_root="",
+                    content_hash=f"{i:064d}",
+                    meta={},
+                    created_at=now(),
+                    updated_at=now(),
+                )
+                for i in range(1, n + 1)
+            ],
+        )
+    reqs = [_req(project, i, {"worker_count": i % 4}) for i in range(1, n + 1)]
+    res = run_requests(store, "simulated:perfect", reqs, concurrency=64, progress=False)
+    assert [r.values["worker_count"] for r in res] == [i % 4 for i in range(1, n + 1)]

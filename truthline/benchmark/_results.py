@@ -300,18 +300,71 @@ def compare_gold(
             boots[sl] = boot
         for other in ("anchored", "vlm-sourced"):
             row[f"inflation_{other}_pp"] = _diff_pp(row, boots, other, rs)
+        _field_balanced(row, run, project, entry, rs)
         models.append(row)
     infl = [m["inflation_anchored_pp"]["point"] for m in models if m.get("inflation_anchored_pp")]
     higher = sum(1 for v in infl if v > 0)
+    bal = [
+        m["field_balanced"]["inflation_anchored_pp"]["point"]
+        for m in models
+        if (m.get("field_balanced") or {}).get("inflation_anchored_pp")
+    ]
     return {
         "run_id": run_id,
         "gold_snapshot": run.manifest.get("gold_snapshot"),
         "models": models,
         "mean_inflation_pp": float(np.mean(infl)) if infl else None,
         "higher_on_anchored": f"{higher} of {len(infl)}",
+        "mean_inflation_field_balanced_pp": float(np.mean(bal)) if bal else None,
+        "higher_on_anchored_field_balanced": f"{sum(1 for v in bal if v > 0)} of {len(bal)}",
         "resamples": rs.resamples,
         "seed": rs.seed,
     }
+
+
+def _field_balanced(
+    row: dict[str, Any], run: Any, project: Project, entry: Any, rs: M.Resampling
+) -> None:
+    """Field-balanced accuracy per slice (the mean of per-field accuracies over the fields
+    every slice holds) and its inflation over blind gold, in pp with a bootstrap CI.
+
+    The slices hold different mixes of fields (blind consensus keeps mostly the decisions
+    two annotators agreed on, i.e. easy fields), so plain accuracies differ by composition
+    alone; balancing over the common fields compares like with like."""
+    slices = ("blind", "anchored", "vlm-sourced")
+    frames = {sl: scored_for(run, project, entry, sl, resamples=0) for sl in slices}
+    fields = (
+        set.intersection(*(set(frames[sl].decisions["field"]) for sl in slices))
+        if all(len(frames[sl].decisions) for sl in slices)
+        else set()
+    )
+    row["field_balanced"] = {"fields": sorted(fields)}
+    if not fields:
+        return
+    boots: dict[str, np.ndarray | None] = {}
+    for k, sl in enumerate(slices):
+        s = frames[sl]
+        d = s.decisions[s.decisions["field"].isin(fields)]
+        args = s.boot_args(d)
+        srs = M.Resampling(rs.resamples, rs.seed + 10 + k, rs.level)
+        u = M._units(len(d), args["units"], args.get("clusters"), args.get("strata"))
+        corr = d["correct"].astype(float).to_numpy()
+        W = u.matrix(srs) if rs.resamples else None
+        accs, per_boot = [], []
+        for f in sorted(fields):
+            m = (d["field"] == f).to_numpy().astype(float)
+            na, nb = u.sums(corr * m), u.sums(m)
+            accs.append(na.sum() / nb.sum())
+            if W is not None:
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    per_boot.append((W @ na) / (W @ nb))
+        point = float(np.mean(accs))
+        boot = np.mean(per_boot, axis=0) if per_boot else None
+        boots[sl] = boot
+        row["field_balanced"][sl] = plain(M._ci(point, boot, srs, u))
+    fb = row["field_balanced"]
+    for other in ("anchored", "vlm-sourced"):
+        fb[f"inflation_{other}_pp"] = _diff_pp(fb, boots, other, rs)
 
 
 def _acc_with_boot(

@@ -299,7 +299,12 @@ class _Run:
             for i, fut in done:
                 fut.add_done_callback(functools.partial(self.committed, i))
             while len(self.unreported) > self.max_unreported and done:
-                await asyncio.shield(self.unreported[min(self.unreported)][1])
+                oldest = self.unreported[min(self.unreported)][1]
+                await asyncio.wait([oldest])
+                # awaiting a finished future does not yield to the loop, so the commit's
+                # done-callback (which reports the row and shrinks ``unreported``) would never
+                # run and this loop would spin: let the loop run the callbacks first
+                await asyncio.sleep(0)
             if retry:
                 await asyncio.sleep(delay)
             pending = retry
