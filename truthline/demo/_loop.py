@@ -493,8 +493,8 @@ class Demo:
                 "VLM-sourced gold (retained prefills) inflates every SIMULATED model, which shares the prefill "
                 "VLM's errors on hard items.\nBlind and anchored gold cover different items, and blind gold "
                 "keeps only decisions two blind annotators agreed on (the rest wait for adjudication),\nso "
-                "compare those two columns with care; the audit report's provenance gradient scores one set of "
-                "predictions against all three."
+                "compare those two columns with care (`truthline benchmark compare-gold demo --json` adds field-balanced "
+                "figures); the audit report's provenance gradient scores one set of predictions against all three."
             )
         self.console.print(f"audit report:      {a.get('report')}")
         self.console.print(f"benchmark report:  {s.get('benchmark', {}).get('report')}")
