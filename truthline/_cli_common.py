@@ -6,12 +6,15 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 
 from truthline.workspace import Workspace
+
+if TYPE_CHECKING:
+    from truthline.project import Project
 
 console = Console()
 err_console = Console(stderr=True)
@@ -36,6 +39,12 @@ class State:
         return self._ws
 
 
+def resamples_option(default: str) -> Any:
+    """The ``--resamples`` option (>= 0) whose default is ``default``, e.g. a project setting:
+    use as ``Annotated[int | None, resamples_option("[audit] resamples")]``."""
+    return typer.Option("--resamples", min=0, help=f"Bootstrap resamples (default: {default}).")
+
+
 def state(ctx: typer.Context) -> State:
     obj = ctx.find_root().obj
     if not isinstance(obj, State):
@@ -46,6 +55,12 @@ def state(ctx: typer.Context) -> State:
 
 def workspace(ctx: typer.Context) -> Workspace:
     return state(ctx).ws
+
+
+def ws_project(ctx: typer.Context, project: str | None) -> tuple[Workspace, Project]:
+    """The workspace and its registered ``--project``: where nearly every stage command starts."""
+    ws = workspace(ctx)
+    return ws, ws.registered(project)
 
 
 def print_json(data: Any) -> None:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from truthline._cli_common import JsonOpt, ProjectOpt, console, emit, workspace
+from truthline._cli_common import JsonOpt, ProjectOpt, console, emit, workspace, ws_project
 
 app = typer.Typer(
     help="Run Label Studio; push blind, anchored and review projects; pull annotations.",
@@ -115,8 +115,7 @@ def push(
 
     if arm not in ARMS:
         raise typer.BadParameter(f"{arm!r} is not one of {', '.join(ARMS)}", param_hint="--arm")
-    ws = workspace(ctx)
-    proj = ws.registered(project)
+    ws, proj = ws_project(ctx, project)
     tgt = target(ws, url=url, media_base=media_base, media_root=media_root)
     if not tgt.media_base or tgt.media_root is None:
         raise TruthlineError(
@@ -168,8 +167,7 @@ def pull(
     from truthline.annotate._local import target
     from truthline.annotate._pull import pull as _pull
 
-    ws = workspace(ctx)
-    proj = ws.registered(project)
+    ws, proj = ws_project(ctx, project)
     tgt = target(ws, url=url)
     with tgt.client:
         rep = _pull(ws.store, proj, tgt.client, progress=not as_json)

@@ -8,7 +8,14 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from truthline._cli_common import JsonOpt, ProjectOpt, console, emit, workspace
+from truthline._cli_common import (
+    JsonOpt,
+    ProjectOpt,
+    console,
+    emit,
+    resamples_option,
+    ws_project,
+)
 from truthline.errors import TruthlineError
 
 app = typer.Typer(
@@ -16,12 +23,7 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-ResamplesOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--resamples", min=0, help="Bootstrap resamples (default: project audit.resamples)."
-    ),
-]
+ResamplesOpt = Annotated[int | None, resamples_option("project audit.resamples")]
 SeedOpt = Annotated[int | None, typer.Option("--seed", help="Bootstrap seed (default: project).")]
 
 
@@ -53,8 +55,7 @@ def run_cmd(
     time, flags, safety direction, residual risk, gradient and exclusion signals — with CIs."""
     from truthline.audit import run_audit, to_html, to_markdown
 
-    ws = workspace(ctx)
-    proj = ws.registered(project)
+    ws, proj = ws_project(ctx, project)
     if as_json:
         res = run_audit(
             ws.store,
@@ -157,8 +158,7 @@ def import_cmd(
     """Load labels made in any tool; every row problem is reported with line and column."""
     from truthline.audit import import_table
 
-    ws = workspace(ctx)
-    proj = ws.registered(project)
+    ws, proj = ws_project(ctx, project)
     rep = import_table(ws.store, proj, file, create_items=not no_create_items)
     emit(
         rep.as_dict(),
@@ -184,8 +184,7 @@ def exclude_cmd(
     """Record the decision to exclude an annotator (who, when, why)."""
     from truthline.audit import exclude_annotator
 
-    ws = workspace(ctx)
-    proj = ws.registered(project)
+    ws, proj = ws_project(ctx, project)
     if not undo and not reason.strip():
         raise typer.BadParameter("give the reason with --reason TEXT", param_hint="--reason")
     rec = exclude_annotator(ws.store, proj, annotator, reason, undo=undo)
@@ -222,8 +221,7 @@ def finalize_cmd(
         raise typer.BadParameter("requeue or drop", param_hint="--excluded")
     if single_blind not in ("accept", "adjudicate"):
         raise typer.BadParameter("accept or adjudicate", param_hint="--single-blind")
-    ws = workspace(ctx)
-    proj = ws.registered(project)
+    ws, proj = ws_project(ctx, project)
     res = finalize(ws.store, proj, policy=GoldPolicy(excluded, single_blind))  # type: ignore[arg-type]
     data = res.as_dict()
     data.pop("pending")
@@ -250,8 +248,7 @@ def queue_cmd(
     """Risk-ordered expert-review sample with inverse-probability weights."""
     from truthline.audit import review_queue
 
-    ws = workspace(ctx)
-    proj = ws.registered(project)
+    ws, proj = ws_project(ctx, project)
     q = review_queue(ws.store, proj, budget=budget, seed=seed)
     rows = [x.__dict__ for x in q]
 
@@ -316,8 +313,7 @@ def self_check_cmd(
     """Warn when a model would be evaluated on gold it prefilled."""
     from truthline.audit import self_reference
 
-    ws = workspace(ctx)
-    proj = ws.registered(project)
+    ws, proj = ws_project(ctx, project)
     r = self_reference(ws.store, proj.name, model_version, snapshot)
     emit(
         r,
@@ -342,8 +338,7 @@ def simulate_cmd(
     """Write a SIMULATED planted-behaviour scenario (items, prefill, annotations, expert)."""
     from truthline.simulate import build_scenario
 
-    ws = workspace(ctx)
-    proj = ws.registered(project)
+    ws, proj = ws_project(ctx, project)
     if ws.store.status(proj.name)["items"]:
         raise TruthlineError(
             f"project {proj.name!r} already has items; simulate into an empty workspace"

@@ -8,17 +8,22 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from truthline._cli_common import JsonOpt, ProjectOpt, console, emit, workspace
+from truthline._cli_common import (
+    JsonOpt,
+    ProjectOpt,
+    console,
+    emit,
+    resamples_option,
+    workspace,
+    ws_project,
+)
 
 app = typer.Typer(
     help="Evaluate models on gold with the scoring contract; report and export.",
     no_args_is_help=True,
 )
 
-ResamplesOpt = Annotated[
-    int | None,
-    typer.Option("--resamples", help="Bootstrap resamples (default: the project's setting)."),
-]
+ResamplesOpt = Annotated[int | None, resamples_option("the project's setting")]
 
 
 def _ci(d: dict | None) -> str:
@@ -75,8 +80,7 @@ def run_cmd(
     """Run models over gold and score them; rerunning the same command resumes the run."""
     from truthline.benchmark import RunConfig, run_benchmark
 
-    ws = workspace(ctx)
-    proj = ws.registered(project)
+    ws, proj = ws_project(ctx, project)
     cfg = RunConfig(
         models=model,
         gold=gold,
@@ -123,8 +127,7 @@ def runs_cmd(ctx: typer.Context, project: ProjectOpt = None, as_json: JsonOpt = 
     """Benchmark runs of the project."""
     from truthline.benchmark import list_runs
 
-    ws = workspace(ctx)
-    proj = ws.registered(project)
+    ws, proj = ws_project(ctx, project)
     rows = list_runs(ws.store, proj.name)
 
     def render() -> None:
@@ -154,8 +157,7 @@ def show_cmd(
     """Leaderboard of one or more runs: accuracy with CI, metrics, coverage, format rate, cost."""
     from truthline.benchmark import leaderboard
 
-    ws = workspace(ctx)
-    proj = ws.registered(project)
+    ws, proj = ws_project(ctx, project)
     rows = leaderboard(ws.store, proj, run, slice_=gold, resamples=resamples)
 
     def render() -> None:
@@ -215,8 +217,7 @@ def compare_gold_cmd(
     """Every model's score on blind vs anchored vs VLM-sourced gold, inflation in pp with CIs."""
     from truthline.benchmark import compare_gold
 
-    ws = workspace(ctx)
-    proj = ws.registered(project)
+    ws, proj = ws_project(ctx, project)
     data = compare_gold(ws.store, proj, run, resamples=resamples)
 
     def pp(d: dict | None) -> str:
@@ -265,8 +266,7 @@ def paired_cmd(
     """Paired accuracy differences between the run's models (distinguishable: CI excludes 0)."""
     from truthline.benchmark import paired_matrix
 
-    ws = workspace(ctx)
-    proj = ws.registered(project)
+    ws, proj = ws_project(ctx, project)
     data = paired_matrix(ws.store, proj, run, resamples=resamples)
 
     def render() -> None:
@@ -296,8 +296,7 @@ def conditions_cmd(
     """Base vs +GT: net change with cluster CI and the repairs/harms transition table."""
     from truthline.benchmark import condition_change
 
-    ws = workspace(ctx)
-    proj = ws.registered(project)
+    ws, proj = ws_project(ctx, project)
     data = condition_change(ws.store, proj, run, model, resamples=resamples)
 
     def render() -> None:
@@ -332,8 +331,7 @@ def across_cmd(
     from truthline.benchmark import across_metrics
     from truthline.errors import TruthlineError
 
-    ws = workspace(ctx)
-    proj = ws.registered(project)
+    ws, proj = ws_project(ctx, project)
     try:
         data = across_metrics(
             ws.store, proj, run, names=metric_names or None, slice_=gold, resamples=resamples
@@ -391,8 +389,7 @@ def transfer_cmd(
     from truthline.benchmark._registry import plain
     from truthline.errors import TruthlineError
 
-    ws = workspace(ctx)
-    proj = ws.registered(project)
+    ws, proj = ws_project(ctx, project)
     if against and column:
         raise typer.BadParameter("give --against or --transfer-column, not both")
     if against:
@@ -437,8 +434,7 @@ def report_cmd(
     paired differences and provenance slices, as Markdown/HTML with PNG plots and CSV tables."""
     from truthline.benchmark._report import write_report
 
-    ws = workspace(ctx)
-    proj = ws.registered(project)
+    ws, proj = ws_project(ctx, project)
     target = out or ws.reports_dir / f"benchmark-{run[0]}.md"
     target.parent.mkdir(parents=True, exist_ok=True)
     data = write_report(ws.store, proj, run, target, resamples=resamples)
@@ -465,8 +461,7 @@ def export_cmd(
     """Write a release: public inputs apart from private targets, checksums, datasheet."""
     from truthline.benchmark._export import export_release
 
-    ws = workspace(ctx)
-    proj = ws.registered(project)
+    ws, proj = ws_project(ctx, project)
     rel = export_release(ws.store, proj, out, fmt=fmt, snapshot=snapshot, slice_=gold, force=force)
     emit(
         rel,

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from truthline._cli_common import JsonOpt, ProjectOpt, console, emit, err_console, workspace
+from truthline._cli_common import JsonOpt, ProjectOpt, console, emit, err_console, ws_project
 
 app = typer.Typer(
     help="Pre-annotate items with a VLM or detector; mine videos into clips and frames.",
@@ -63,8 +63,7 @@ def run_cmd(
     """Ask a model about every item; each answer is stored as it arrives (reruns skip them)."""
     from truthline.prefill import prefill
 
-    ws = workspace(ctx)
-    proj = ws.registered(project)
+    ws, proj = ws_project(ctx, project)
     rep = prefill(
         ws.store,
         proj,
@@ -108,8 +107,7 @@ def status_cmd(ctx: typer.Context, project: ProjectOpt = None, as_json: JsonOpt 
     """Prefill answers per model: counts by outcome and reason, tokens, cost."""
     from truthline.prefill import prefill_status
 
-    ws = workspace(ctx)
-    proj = ws.registered(project)
+    ws, proj = ws_project(ctx, project)
     data = prefill_status(ws.store, proj.name)
 
     def render() -> None:
@@ -188,8 +186,7 @@ def mine_cmd(
     """Mine videos into 8-frame clip items: person detection, dedup, stratified sampling."""
     from truthline.prefill._mine import MineConfig, mine_videos
 
-    ws = workspace(ctx)
-    proj = ws.registered(project)
+    ws, proj = ws_project(ctx, project)
     cfg = MineConfig(
         min_conf=min_conf,
         min_frames=min_frames,

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from truthline._cli_common import JsonOpt, ProjectOpt, console, emit, workspace
+from truthline._cli_common import JsonOpt, ProjectOpt, console, emit, workspace, ws_project
 from truthline.stats._ci import agreement
 from truthline.stats._ratings import AgreementError, Ratings, as_ratings, from_long
 from truthline.stats._structure import (
@@ -106,6 +106,13 @@ def _read_csv(path: Path) -> Any:
     return df
 
 
+def _need_columns(df: Any, path: Path, *cols: str | None) -> None:
+    """Refuse a named column (``--cluster`` and the like) that the CSV does not have."""
+    for col in cols:
+        if col and col not in df.columns:
+            raise AgreementError(f"{path}: no column {col!r} (columns: {', '.join(df.columns)})")
+
+
 def _typed(series: Any) -> list[Any]:
     """Column values as numbers when the whole column is numeric, else strings."""
     import pandas as pd
@@ -128,9 +135,8 @@ def load_csv(
 ) -> Ratings:
     """A ratings CSV (wide or long) as encoded ``Ratings`` with clusters/strata attached."""
     df = _read_csv(path)
-    for col in (cluster, strata) if fmt == Fmt.wide else ():
-        if col and col not in df.columns:
-            raise AgreementError(f"{path}: no column {col!r} (columns: {', '.join(df.columns)})")
+    if fmt == Fmt.wide:
+        _need_columns(df, path, cluster, strata)
     cats: list[Any] | None = categories
     if fmt == Fmt.long:
         need = ["unit", "rater", "value"] + [c for c in (cluster, strata) if c]
@@ -172,15 +178,17 @@ def _source(
     fmt: Fmt,
     *,
     unit_col: str | None,
-    cluster: str | None,
-    strata: str | None,
-    level: str | None,
-    categories: str | None,
     project: str | None,
     field: str | None,
     arm: str | None,
     tier: int | None,
+    cluster: str | None = None,
+    strata: str | None = None,
+    level: str | None = None,
+    categories: str | None = None,
 ) -> tuple[Ratings, str, str]:
+    """Ratings from a CSV ``file``, else from the store (``--field``); with their level and a
+    label of where they came from."""
     cats = [c.strip() for c in categories.split(",")] if categories else None
     if file is not None:
         lvl = level or "nominal"
@@ -192,8 +200,7 @@ def _source(
         raise typer.BadParameter("give a CSV FILE, or --field (with --project) to read the store")
     from truthline.stats._store import ratings_from_store
 
-    ws = workspace(ctx)
-    proj = ws.registered(project)
+    ws, proj = ws_project(ctx, project)
     r, ft = ratings_from_store(ws.store, proj, field, arm=arm, tier=tier)
     if cluster:
         if cluster != "parent":
@@ -342,9 +349,6 @@ def loo_cmd(
         fmt,
         unit_col=unit_col,
         cluster=cluster,
-        strata=None,
-        level="nominal",
-        categories=None,
         project=project,
         field=field,
         arm=arm,
@@ -396,9 +400,7 @@ def scorer_cmd(
 ) -> None:
     """A scorer column vs the rater majority on a held-out split (RealityBench protocol)."""
     df = _read_csv(file)
-    for col in (scorer, gray, cluster):
-        if col and col not in df.columns:
-            raise AgreementError(f"{file}: no column {col!r} (columns: {', '.join(df.columns)})")
+    _need_columns(df, file, scorer, gray, cluster)
     ucol = unit_col or ("unit" if "unit" in df.columns else None)
     raters = [c for c in df.columns if c not in {ucol, scorer, gray, cluster}]
     cols = [_typed(df[c]) for c in [*raters, scorer]]
@@ -504,10 +506,6 @@ def structure_cmd(
         file,
         fmt,
         unit_col=unit_col,
-        cluster=None,
-        strata=None,
-        level="nominal",
-        categories=None,
         project=project,
         field=field,
         arm=arm,
