@@ -23,6 +23,22 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("YOLO_OFFLINE", "1")
 
 
+@pytest.fixture
+def offline_models(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory):
+    """Detector/VLM libraries kept off the network (no downloads, no settings written to
+    $HOME) and no real API key: for areas that load local models or call backends."""
+    monkeypatch.setenv("YOLO_CONFIG_DIR", str(tmp_path_factory.getbasetemp() / "yolo"))
+    for k, v in {
+        "YOLO_OFFLINE": "1",
+        "YOLO_AUTOINSTALL": "False",
+        "YOLO_VERBOSE": "False",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+    }.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+
 @pytest.fixture(scope="session")
 def steel_project() -> Project:
     return load_project(templates_dir() / "steel-safety")

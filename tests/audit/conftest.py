@@ -3,7 +3,6 @@ SIMULATED SteelBench-sized planted scenario (built once per session)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -11,8 +10,6 @@ import pytest
 from truthline.project import Project, load_project
 from truthline.store import Store, now, tables
 from truthline.workspace import templates_dir
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 HAND_TOML = """
 name = "hand"

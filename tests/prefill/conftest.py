@@ -36,17 +36,8 @@ STEEL_ANSWER = {
 
 
 @pytest.fixture(autouse=True)
-def _offline_env(monkeypatch, tmp_path_factory):
-    monkeypatch.setenv("YOLO_CONFIG_DIR", str(tmp_path_factory.getbasetemp() / "yolo"))
-    for k, v in {
-        "YOLO_OFFLINE": "1",
-        "YOLO_AUTOINSTALL": "False",
-        "YOLO_VERBOSE": "False",
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-    }.items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+def _offline_env(offline_models: None) -> None:
+    """Every test here runs offline (the shared fixture in tests/conftest.py)."""
 
 
 @pytest.fixture
