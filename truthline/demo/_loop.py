@@ -489,12 +489,22 @@ class Demo:
             for m in rows:
                 table.add_row(*_inflation_row(m))
             self.console.print(table)
+            up = [
+                str(m["model"])
+                for m in rows
+                if ((m.get("inflation_vlm-sourced_pp") or {}).get("low") or 0) > 0
+            ]
             self.console.print(
-                "VLM-sourced gold (retained prefills) inflates every SIMULATED model, which shares the prefill "
-                "VLM's errors on hard items.\nBlind and anchored gold cover different items, and blind gold "
-                "keeps only decisions two blind annotators agreed on (the rest wait for adjudication),\nso "
-                "compare those two columns with care (`truthline benchmark compare-gold demo --json` adds field-balanced "
-                "figures); the audit report's provenance gradient scores one set of predictions against all three."
+                (
+                    f"VLM-sourced gold (retained prefills) scores {', '.join(up)} higher than blind gold "
+                    "(CI above zero): they share the prefill VLM's errors on hard items.\n"
+                    if up
+                    else "No model scores clearly higher on VLM-sourced gold than on blind gold in this run.\n"
+                )
+                + "Blind and anchored gold cover different items, and blind gold keeps only decisions two "
+                "blind annotators agreed on (the rest wait for adjudication),\nso compare those columns with "
+                "care (`truthline benchmark compare-gold demo --json` adds field-balanced figures); the audit "
+                "report's provenance gradient scores one set of predictions against all three."
             )
         self.console.print(f"audit report:      {a.get('report')}")
         self.console.print(f"benchmark report:  {s.get('benchmark', {}).get('report')}")
