@@ -82,6 +82,12 @@ def test_corrupt_media_is_skipped_with_reason_and_import_goes_on(store, image_pr
     with store.begin() as conn:
         rows = conn.execute(select(tables.skipped_media)).all()
     assert [r.path for r in rows] == ["broken.jpg"]
+    # repaired: the next import takes it and forgets the skip
+    cv2.imwrite(str(media / "broken.jpg"), np.full((20, 20, 3), 128, np.uint8))
+    again = import_items(store, image_project, media, progress=False)
+    assert again.added == 1 and again.skipped == []
+    with store.begin() as conn:
+        assert conn.execute(select(tables.skipped_media)).all() == []
 
 
 def test_metadata_errors_name_row_and_column_and_write_nothing(store, image_project, tmp_path):

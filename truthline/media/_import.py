@@ -216,6 +216,7 @@ def import_items(
                 report.skipped.append((relp, bad[1]))
                 _record_skip(store, project.name, relp, bad[1])
                 continue
+            _clear_skip(store, project.name, rel)  # readable now: drop an earlier skip record
             hashes = [file_hash(m) for m in cand.media]
             chash = (
                 hashes[0]
@@ -236,6 +237,12 @@ def _record_skip(store: Store, project: str, path: str, reason: str) -> None:
             conn.execute(
                 t.insert().values(project=project, path=path, reason=reason, created_at=now())
             )
+
+
+def _clear_skip(store: Store, project: str, paths: list[str]) -> None:
+    t = tables.skipped_media
+    with store.begin() as conn:
+        conn.execute(t.delete().where(t.c.project == project, t.c.path.in_(paths)))
 
 
 def _upsert(
