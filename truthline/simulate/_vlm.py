@@ -295,6 +295,12 @@ class _Sim:
         return self.rng.choice(["high", "medium", "medium", "low"])
 
 
+def item_identity(key: str) -> str:
+    """The item part of a simulation key: the model layer passes ``item|variant|prompt-hash``,
+    scenarios ``item#purpose``; the shared error stream must depend on the item alone."""
+    return key.split("|", 1)[0].split("#", 1)[0]
+
+
 def simulated_answer(profile: str, truth: dict[str, Any], project: Any, key: str) -> dict[str, Any]:
     """The SIMULATED answer of ``profile`` for one item, as a JSON object in field names.
 
@@ -303,7 +309,7 @@ def simulated_answer(profile: str, truth: dict[str, Any], project: Any, key: str
     Fields the truth does not cover get a neutral answer (``cannot_tell``, false, empty).
     """
     prof = get_profile(profile)
-    sim = _Sim(prof, seeded_rng(profile, key), item_key=key.split("#")[0])
+    sim = _Sim(prof, seeded_rng(profile, key), item_key=item_identity(key))
     truth = truth or {}
     out: dict[str, Any] = {}
     for name, ft in project.field_types.items():
