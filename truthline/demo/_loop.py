@@ -497,7 +497,7 @@ class Demo:
             self.console.print(
                 (
                     f"VLM-sourced gold (retained prefills) scores {', '.join(up)} higher than blind gold "
-                    "(CI above zero): they share the prefill VLM's errors on hard items.\n"
+                    "(CI above zero): errors shared with the prefill VLM on hard items count as right there.\n"
                     if up
                     else "No model scores clearly higher on VLM-sourced gold than on blind gold in this run.\n"
                 )
