@@ -152,28 +152,13 @@ def mean_ci(
     weights: Sequence[float] | np.ndarray | None = None,
     level: float = 0.95,
 ) -> CI:
-    """Mean (or weighted mean, e.g. inverse-probability weights) of per-unit values, with CI."""
+    """Mean (or weighted mean, e.g. inverse-probability weights) of per-unit values, with CI:
+    the ratio of sums of ``w * x`` over ``w``."""
     x = np.asarray(values, dtype=float)
     w = np.ones_like(x) if weights is None else np.asarray(weights, dtype=float)
-    n = len(x)
-    point = float((w * x).sum() / w.sum()) if n and w.sum() > 0 else float("nan")
-    if resamples == 0 or n == 0:
-        return CI(
-            point,
-            float("nan"),
-            float("nan"),
-            0,
-            seed,
-            scheme=_scheme(clusters, strata),
-            level=level,
-            n=n,
-        )
-    W = draw(n, resamples, seed, clusters=clusters, strata=strata)
-    num = W @ (w * x)
-    den = W @ w
-    with np.errstate(invalid="ignore", divide="ignore"):
-        boot = num / den
-    return percentile_ci(point, boot, level=level, seed=seed, scheme=_scheme(clusters, strata), n=n)
+    return ratio_ci(
+        w * x, w, resamples=resamples, seed=seed, clusters=clusters, strata=strata, level=level
+    )
 
 
 def ratio_ci(
