@@ -61,11 +61,13 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory):
     assert creds is not None
     creds.save(creds_path(Workspace.from_env(root)))
     port, media_port = free_port(), free_port()
-    first = _demo(root, port, media_port)
-    yield root, first, port, media_port
-    subprocess.run(
-        [sys.executable, "-m", "truthline", "-w", str(root), "annotate", "stop"], timeout=120
-    )
+    try:
+        first = _demo(root, port, media_port)
+        yield root, first, port, media_port
+    finally:  # also when the demo failed: never leave a Label Studio behind
+        subprocess.run(
+            [sys.executable, "-m", "truthline", "-w", str(root), "annotate", "stop"], timeout=120
+        )
 
 
 def test_flags_the_planted_rubber_stamper_and_only_it(demo_run):
