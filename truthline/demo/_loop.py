@@ -183,7 +183,7 @@ class Demo:
         runs = [(PREFILL_MODEL, None), (RERUN_MODEL, "v3")] + [(m, None) for m in self.extra_models]
         for model, variant in runs:
             pr = prefill(store, self.project, model, variant=variant, progress=not self.quiet)
-            reports[model] = pr.as_dict() if hasattr(pr, "as_dict") else str(pr)
+            reports[model] = pr.as_dict()
             self.console.print(f"prefill {model}: {_short(reports[model])}")
         self.result.steps["mining"] = {k: v for k, v in rep.as_dict().items() if k != "clips"}
         self.result.steps["prefill"] = reports
@@ -227,17 +227,10 @@ class Demo:
         self.result.steps["label_studio"] = {"url": info["url"], "pushed": pushed}
 
     def _prefill_version(self) -> str:
-        with self.ws.store.begin() as conn:
-            row = conn.execute(
-                select(tables.predictions.c.model_version)
-                .where(tables.predictions.c.project == self.project.name)
-                .order_by(tables.predictions.c.id)
-            ).first()
-        if row is None:
-            raise TruthlineError(
-                "no predictions to show in the anchored arm; the prefill step did not run"
-            )
-        return str(row[0])
+        """The model version the anchored arm shows: the SIMULATED prefill VLM's alias."""
+        from truthline.models import parse_model_spec
+
+        return parse_model_spec(PREFILL_MODEL).alias
 
     # -- 4. SIMULATED annotators ------------------------------------------------------------
     def annotate(self) -> None:
@@ -413,7 +406,7 @@ class Demo:
         reports.mkdir(parents=True, exist_ok=True)
         (reports / "audit.md").write_text(to_markdown(res.as_dict()), encoding="utf-8")
         gold = finalize(store, self.project)
-        g = gold.as_dict() if hasattr(gold, "as_dict") else {}
+        g = gold.as_dict()
         self.console.print(
             f"flagged: {', '.join(flagged) or 'nobody'}; audit report: {reports / 'audit.md'}"
         )
