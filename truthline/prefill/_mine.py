@@ -56,6 +56,8 @@ class MineConfig:
     jpeg_quality: int = 90
     seek_gap_s: float = 5.0
     """Frame extraction seeks for jumps longer than this, else decodes forward."""
+    extract_workers: int = 2
+    """Threads decoding independent frame-extraction segments in parallel."""
 
 
 @dataclass
@@ -388,68 +390,90 @@ def discover_videos(path: Path, metadata: Path | None) -> list[VideoInfo]:
 def extract_frames(
     clips: Sequence[Clip], folder_of: Callable[[Clip], Path], cfg: MineConfig
 ) -> dict[int, list[Path]]:
-    """Write each clip's frames as JPEG; one forward pass per video, seeking only for
-    jumps longer than ``seek_gap_s``."""
-    import cv2
+    """Write each clip's frames as JPEG.
+
+    Each video's sorted frame targets are cut into segments wherever the next target is
+    more than ``seek_gap_s`` away; segments are independent (each seeks to its start and
+    decodes forward), so ``extract_workers`` threads decode them in parallel, each with a
+    single-threaded decoder: on 2 cores this beats one frame-threaded decoder with JPEG
+    encoding on the side (bench/mining.py: extraction 2.2 s -> 1.6 s).
+    """
+    from concurrent.futures import ThreadPoolExecutor
 
     by_video: dict[Path, list[tuple[int, int, int]]] = {}
     for ci, c in enumerate(clips):
         for k, fi in enumerate(c.frame_indices(cfg.positions)):
             by_video.setdefault(c.video.path, []).append((fi, ci, k))
+    segments: list[tuple[Path, list[tuple[int, int, int]]]] = []
+    for vpath, targets in by_video.items():
+        targets.sort()
+        seg: list[tuple[int, int, int]] = []
+        for t in targets:
+            if seg and t[0] - seg[-1][0] > cfg.seek_gap_s * clips[t[1]].fps:
+                segments.append((vpath, seg))
+                seg = []
+            seg.append(t)
+        segments.append((vpath, seg))
     out: dict[int, list[Path]] = {ci: [Path()] * len(cfg.positions) for ci in range(len(clips))}
-    from concurrent.futures import ThreadPoolExecutor
-
-    # JPEG encoding releases the GIL: it overlaps with decoding the next frames
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        writes = [
-            pool.submit(cv2.imwrite, str(dest), frame, [cv2.IMWRITE_JPEG_QUALITY, q])
-            for dest, frame, q in _frames_to_write(clips, by_video, folder_of, cfg, out)
-        ]
-        for fut in writes:
-            if not fut.result():
-                raise TruthlineError("a clip frame could not be written as JPEG")
+    # grab()/retrieve() and JPEG encoding release the GIL: the threads run in parallel
+    with ThreadPoolExecutor(max_workers=max(1, cfg.extract_workers)) as pool:
+        jobs = [pool.submit(_write_segment, clips, v, seg, folder_of, cfg) for v, seg in segments]
+        for job in jobs:
+            for ci, k, dest in job.result():
+                out[ci][k] = dest
     return out
 
 
-def _frames_to_write(
-    clips: Sequence[Clip],
-    by_video: dict[Path, list[tuple[int, int, int]]],
-    folder_of: Callable[[Clip], Path],
-    cfg: MineConfig,
-    out: dict[int, list[Path]],
-) -> Any:
-    """Yield ``(dest, frame, quality)`` per clip frame in one forward pass per video."""
+def _open_single_threaded(vpath: Path) -> Any:
+    """A capture whose decoder uses one thread (the parallelism is across segments)."""
     import cv2
 
-    for vpath, targets in by_video.items():
-        targets.sort()
+    cap = cv2.VideoCapture(str(vpath), cv2.CAP_FFMPEG, [cv2.CAP_PROP_N_THREADS, 1])
+    if not cap.isOpened():
+        cap.release()
         cap = cv2.VideoCapture(str(vpath))
-        pos = 0  # index of the next frame grab() returns
-        frame = None
-        last = -1
-        try:
-            for fi, ci, k in targets:
-                if fi != last:
-                    fps = clips[ci].fps
-                    if fi - pos > cfg.seek_gap_s * fps:
-                        cap.set(cv2.CAP_PROP_POS_FRAMES, fi)
-                        pos = fi
-                    while pos <= fi:
-                        if not cap.grab():
-                            raise TruthlineError(f"{vpath}: frame {fi} cannot be read")
-                        pos += 1
-                    ok, frame = cap.retrieve()
-                    if not ok or frame is None:
-                        raise TruthlineError(f"{vpath}: frame {fi} does not decode")
-                    last = fi
-                folder = folder_of(clips[ci])
-                folder.mkdir(parents=True, exist_ok=True)
-                dest = folder / f"frame_{k}.jpg"
-                assert frame is not None
-                yield dest, frame, cfg.jpeg_quality
-                out[ci][k] = dest
-        finally:
-            cap.release()
+    return cap
+
+
+def _write_segment(
+    clips: Sequence[Clip],
+    vpath: Path,
+    targets: list[tuple[int, int, int]],
+    folder_of: Callable[[Clip], Path],
+    cfg: MineConfig,
+) -> list[tuple[int, int, Path]]:
+    """Decode one segment forward from a seek to its first target; write its JPEGs."""
+    import cv2
+
+    written: list[tuple[int, int, Path]] = []
+    cap = _open_single_threaded(vpath)
+    pos = 0  # index of the next frame grab() returns
+    frame = None
+    last = -1
+    try:
+        for fi, ci, k in targets:
+            if fi != last:
+                if fi - pos > cfg.seek_gap_s * clips[ci].fps:
+                    cap.set(cv2.CAP_PROP_POS_FRAMES, fi)
+                    pos = fi
+                while pos <= fi:
+                    if not cap.grab():
+                        raise TruthlineError(f"{vpath}: frame {fi} cannot be read")
+                    pos += 1
+                ok, frame = cap.retrieve()
+                if not ok or frame is None:
+                    raise TruthlineError(f"{vpath}: frame {fi} does not decode")
+                last = fi
+            folder = folder_of(clips[ci])
+            folder.mkdir(parents=True, exist_ok=True)
+            dest = folder / f"frame_{k}.jpg"
+            assert frame is not None
+            if not cv2.imwrite(str(dest), frame, [cv2.IMWRITE_JPEG_QUALITY, cfg.jpeg_quality]):
+                raise TruthlineError(f"{dest}: a clip frame could not be written as JPEG")
+            written.append((ci, k, dest))
+    finally:
+        cap.release()
+    return written
 
 
 def store_clip_item(
