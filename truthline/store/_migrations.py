@@ -20,8 +20,17 @@ def _v1(conn: Connection) -> None:
     t.metadata.create_all(conn, checkfirst=True)
 
 
+def _v2(conn: Connection) -> None:
+    """annotations.deleted_at: deletions at the source are recorded, not lost or ignored."""
+    cols = {c["name"] for c in inspect(conn).get_columns(t.annotations.name)}
+    if "deleted_at" not in cols:
+        kind = t.annotations.c.deleted_at.type.compile(dialect=conn.dialect)
+        conn.exec_driver_sql(f"ALTER TABLE annotations ADD COLUMN deleted_at {kind}")
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "initial schema: projects, items, responses, predictions, annotations, gold, runs", _v1),
+    (2, "annotations.deleted_at: deletions in Label Studio kept as history", _v2),
 ]
 
 LATEST = MIGRATIONS[-1][0]

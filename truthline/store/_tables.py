@@ -157,6 +157,9 @@ annotations = Table(
     _ts("annotated_at"),
     _ts("source_updated_at"),
     _ts("stored_at", nullable=False),
+    # set when the annotation was deleted at its source (Label Studio): kept for history,
+    # excluded from every statistic and from gold
+    _ts("deleted_at"),
     UniqueConstraint("source_id", "field_path", name="uq_annotations_source_field"),
     Index("ix_annotations_project_item", "project", "item_id"),
 )
