@@ -297,3 +297,59 @@ def test_finalize_provenance_and_exclusion(hand):
     assert r["before_after"]["kind"] == "recorded exclusions"
     row = r["before_after"]["rows"]["harmful_anchoring_rate"]
     assert (row["before"]["point"], row["after"]["point"]) == pytest.approx((2 / 21, 1 / 18))
+
+
+def test_deleted_annotation_changes_neither_gold_nor_audit(hand):
+    """An annotation deleted in Label Studio stays in the store as history (``deleted_at``)
+    but must not count: a deleted conflicting blind label on item 8 and a deleted expert
+    review of item 9 leave the gold hash and every audit figure as they were."""
+    from truthline.store import now, tables
+
+    store, project, ids = hand
+    gold_before = finalize(store, project)
+    before = run_audit(store, project, gradient_model="hand-eval").as_dict()
+    ts = now()
+    base = dict(
+        project=project.name,
+        tier=1,
+        skipped=False,
+        flagged=True,
+        lead_time=5.0,
+        source="label_studio",
+        annotated_at=ts,
+        stored_at=ts,
+        deleted_at=ts,
+    )
+    rows = [
+        dict(
+            base,
+            item_id=ids["i8"],
+            annotator="D",
+            arm="blind",
+            source_id="ls:1:9001",
+            field_path=f,
+            value=v,
+        )
+        for f, v in (("action", "carry"), ("violation", True), ("count", 9))
+    ] + [
+        dict(
+            base,
+            item_id=ids["i9"],
+            annotator="expert2",
+            arm="review",
+            tier=2,
+            source_id="ls:1:9002",
+            field_path=f,
+            value=v,
+        )
+        for f, v in (("action", "carry"), ("violation", True), ("count", 9))
+    ]
+    with store.begin() as conn:
+        conn.execute(tables.annotations.insert(), rows)
+    gold_after = finalize(store, project)
+    after = run_audit(store, project, gradient_model="hand-eval").as_dict()
+    assert gold_after.hash == gold_before.hash
+    assert gold_after.counts() == gold_before.counts()
+    assert after["counts"] == before["counts"]
+    for key in ("direction", "override", "correct_label", "flags", "iaa", "gradient"):
+        assert after[key] == before[key], key

@@ -29,6 +29,36 @@ def test_loop_funnel_counts_each_stage(loop_ws):
     assert rows[("benchmarked", "any run")] == PLANTED["benchmarked"]
 
 
+def test_deleted_annotations_are_not_counted(loop_ws):
+    """Annotations deleted in Label Studio (``deleted_at`` set) are history, not progress."""
+    from truthline.store import now
+
+    ids = sorted(loop_ws.store.item_ids_by_key("steel-safety").values())
+    ts = now()
+    with loop_ws.store.begin() as conn:
+        for arm, tier, item in (("blind", 1, ids[10]), ("review", 2, ids[11])):
+            conn.execute(
+                insert(tables.annotations).values(
+                    project="steel-safety",
+                    item_id=item,
+                    field_path="worker_count",
+                    annotator="gone",
+                    arm=arm,
+                    tier=tier,
+                    value=1,
+                    source="label_studio",
+                    source_id=f"ls:deleted:{item}",
+                    stored_at=ts,
+                    deleted_at=ts,
+                )
+            )
+    rows = {
+        (r["stage"], r["detail"]): r["items"] for r in loop_funnel(loop_ws.store, "steel-safety")
+    }
+    assert rows[("annotated", "blind")] == PLANTED["annotated_blind"]
+    assert rows[("reviewed", "expert (tier 2)")] == PLANTED["reviewed"]
+
+
 def test_costs_and_label_studio_links(loop_ws):
     costs = model_costs(loop_ws.store, "steel-safety")
     assert [(c["purpose"], c["model"], c["calls"], c["simulated"]) for c in costs] == [

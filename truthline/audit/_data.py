@@ -196,7 +196,7 @@ def load(store: Store, project: Project, *, model_version: str | None = None) ->
                 t.annotations.c.shown_prediction_id,
                 t.annotations.c.flagged,
             )
-            .where(t.annotations.c.project == name)
+            .where(t.annotations.c.project == name, t.annotations.c.deleted_at.is_(None))
             .order_by(t.annotations.c.id)
         ).all()
         excl = conn.execute(

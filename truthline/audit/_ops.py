@@ -38,7 +38,10 @@ def exclude_annotator(
             r[0]
             for r in conn.execute(
                 select(t.annotations.c.annotator)
-                .where(t.annotations.c.project == project.name)
+                .where(
+                    t.annotations.c.project == project.name,
+                    t.annotations.c.deleted_at.is_(None),
+                )
                 .distinct()
             )
         }
@@ -62,7 +65,9 @@ def exclude_annotator(
             return {"annotator": annotator, "withdrawn": int(n or 0), "by": who}
         items = conn.execute(
             select(func.count(func.distinct(t.annotations.c.item_id))).where(
-                t.annotations.c.project == project.name, t.annotations.c.annotator == annotator
+                t.annotations.c.project == project.name,
+                t.annotations.c.annotator == annotator,
+                t.annotations.c.deleted_at.is_(None),
             )
         ).scalar_one()
         conn.execute(

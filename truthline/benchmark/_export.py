@@ -205,7 +205,7 @@ def datasheet(store: Store, project: Project, gold: Any, targets: list[str]) -> 
                 t.annotations.c.tier,
                 func.count(func.distinct(t.annotations.c.source_id)),
             )
-            .where(t.annotations.c.project == project.name)
+            .where(t.annotations.c.project == project.name, t.annotations.c.deleted_at.is_(None))
             .group_by(t.annotations.c.arm, t.annotations.c.tier)
         ).all()
         excl = conn.execute(
@@ -218,7 +218,7 @@ def datasheet(store: Store, project: Project, gold: Any, targets: list[str]) -> 
         ).scalar_one()
         annotators = conn.execute(
             select(func.count(func.distinct(t.annotations.c.annotator))).where(
-                t.annotations.c.project == project.name
+                t.annotations.c.project == project.name, t.annotations.c.deleted_at.is_(None)
             )
         ).scalar_one()
     return {

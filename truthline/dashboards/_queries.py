@@ -67,7 +67,12 @@ def loop_funnel(store: Store, project: str) -> list[dict[str, Any]]:
         a = t.annotations
         for arm, n in conn.execute(
             select(a.c.arm, func.count(distinct(a.c.item_id)))
-            .where(a.c.project == project, a.c.tier == 1, a.c.arm != "review")
+            .where(
+                a.c.project == project,
+                a.c.tier == 1,
+                a.c.arm != "review",
+                a.c.deleted_at.is_(None),
+            )
             .group_by(a.c.arm)
             .order_by(a.c.arm)
         ):
@@ -78,7 +83,9 @@ def loop_funnel(store: Store, project: str) -> list[dict[str, Any]]:
             _items_where(
                 conn,
                 select(func.count(distinct(a.c.item_id))).where(
-                    a.c.project == project, (a.c.tier == 2) | (a.c.arm == "review")
+                    a.c.project == project,
+                    (a.c.tier == 2) | (a.c.arm == "review"),
+                    a.c.deleted_at.is_(None),
                 ),
             ),
         )
@@ -198,6 +205,8 @@ def data_stamp(store: Store, project: str) -> tuple[Any, ...]:
                 (t.responses.c.id, t.responses.c.project == project),
                 (t.predictions.c.id, t.predictions.c.project == project),
                 (t.annotations.c.stored_at, t.annotations.c.project == project),
+                # a deletion at the source sets deleted_at: it must invalidate the caches too
+                (t.annotations.c.deleted_at, t.annotations.c.project == project),
                 (t.gold_snapshots.c.created_at, t.gold_snapshots.c.project == project),
                 (t.runs.c.updated_at, t.runs.c.project == project),
                 (t.exclusions.c.id, t.exclusions.c.project == project),

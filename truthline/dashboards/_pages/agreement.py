@@ -35,7 +35,11 @@ def _fields(ctx: Context) -> list[str]:
             r[0]
             for r in conn.execute(
                 select(t.annotations.c.field_path)
-                .where(t.annotations.c.project == ctx.name, t.annotations.c.tier == 1)
+                .where(
+                    t.annotations.c.project == ctx.name,
+                    t.annotations.c.tier == 1,
+                    t.annotations.c.deleted_at.is_(None),
+                )
                 .distinct()
             )
         }

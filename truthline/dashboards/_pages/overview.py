@@ -52,6 +52,7 @@ def _simulated_counts(ctx: Context) -> dict[str, int]:
                 t.annotations,
                 t.annotations.c.project == ctx.name,
                 t.annotations.c.source == "simulated",
+                t.annotations.c.deleted_at.is_(None),
             ),
         }
 
