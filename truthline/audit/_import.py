@@ -49,6 +49,8 @@ class ImportReport:
     expert_reviews: int = 0
     items_created: int = 0
     replaced: int = 0
+    arms_assigned: int = 0
+    """Items given a blind/anchored arm assignment (blind when any tier-1 label is blind)."""
     annotators: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
@@ -331,8 +333,56 @@ def _write(
             if rows:
                 conn.execute(t.annotations.insert(), rows)
         rep.annotations = len(anns)
+        rep.arms_assigned = _assign_arms(conn, project, path, anns, ids, ts)
     rep.annotators = sorted({k[1] for k in anns})
     return rep
+
+
+def _assign_arms(
+    conn: Any, project: Project, path: Path, anns: dict, ids: dict[str, int], ts: Any
+) -> int:
+    """Record each imported item's arm, as the audit and gold read it: ``blind`` when any
+    tier-1 label of the item is blind (the rule finalize uses), else ``anchored``. Without
+    it the blind gold slice would drop expert values on blind items. Existing assignments
+    are permanent: one that disagrees with the table is an error naming the item."""
+    t = tables
+    arm_of: dict[str, str] = {}
+    for item, _who, arm, tier in anns:
+        if tier != 1 or arm not in ("blind", "anchored"):
+            continue
+        if arm == "blind" or item not in arm_of:
+            arm_of[item] = arm
+    if not arm_of:
+        return 0
+    have = dict(
+        conn.execute(
+            select(t.arm_assignments.c.item_id, t.arm_assignments.c.arm).where(
+                t.arm_assignments.c.project == project.name
+            )
+        ).all()
+    )
+    clash = sorted(k for k, arm in arm_of.items() if have.get(ids[k], arm) != arm)
+    if clash:
+        k = clash[0]
+        raise TruthlineError(
+            f"{path}: item {k!r} is labelled in the {arm_of[k]} arm but was assigned to the "
+            f"{have[ids[k]]} arm ({len(clash)} such item(s)); fix the arm column"
+        )
+    new = [
+        dict(
+            project=project.name,
+            item_id=ids[k],
+            arm=arm,
+            seed=project.audit.seed,
+            weight=1.0,
+            created_at=ts,
+        )
+        for k, arm in sorted(arm_of.items())
+        if ids[k] not in have
+    ]
+    if new:
+        conn.execute(t.arm_assignments.insert(), new)
+    return len(new)
 
 
 def _rows(
