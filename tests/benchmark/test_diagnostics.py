@@ -225,9 +225,14 @@ def test_routing_oracle_best_model_per_environment():
 
 def test_majority_of_models_ensemble():
     r = compute_run_metrics(_view(PREDS), ["ensemble"])["ensemble"]
-    # votes: standing (A,C) right; lying (B,C) wrong; lying (B,C) right; 3-way tie -> A wrong
+    # votes: standing (A,C) right; lying (B,C) wrong; lying (B,C) right; 3-way tie -> no
+    # majority, scored wrong (not A's answer by list order)
     assert r["members"] == ["A", "B", "C"]
     assert r["value"].point == 0.5 and r["by_field"] == {"action": 0.5}
+    assert r["ties"] == 1 and r["ties_by_field"] == {"action": 1}
+    two = compute_run_metrics(_view({k: PREDS[k] for k in ("A", "B")}), ["ensemble"])
+    # A and B disagree everywhere: four ties, so the ensemble is not model A (accuracy 0.5)
+    assert two["ensemble"]["ties"] == 4 and two["ensemble"]["value"].point == 0.0
 
 
 def test_hard_subset_where_the_rule_fails():

@@ -165,8 +165,24 @@ def test_routing_oracle_and_majority_vote():
         ["a", "b", "d"],
         lambda x, y: x == y,
     )
-    assert v["predictions"] == ["a", "c", "c"]
+    # decision 2 is a c/d tie (m1 abstained): no majority, scored wrong, never list order
+    assert v["predictions"] == ["a", "c", None]
     assert v["correct"] == [True, False, False]
+    assert (v["ties"], v["no_majority"]) == (1, 1)
+
+
+def test_majority_vote_of_two_models_is_not_the_first_model():
+    gold = ["a", "b", "c", "d"]
+    first, second = ["a", "b", "x", "y"], ["a", "z", "c", "y"]
+    v = M.majority_vote({"m1": first, "m2": second}, gold, lambda x, y: x == y)
+    # agreement on decisions 0 and 3; decisions 1 and 2 are ties -> no majority
+    assert v["predictions"] == ["a", None, None, "y"]
+    assert v["correct"] == [True, False, False, False] and v["ties"] == 2
+    # a declared tie-break model decides ties among the tied answers, nothing else
+    tb = M.majority_vote({"m1": first, "m2": second}, gold, lambda x, y: x == y, tie_break="m2")
+    assert tb["predictions"] == ["a", "z", "c", "y"] and tb["no_majority"] == 0
+    with pytest.raises(ValueError, match="tie-break model 'm9'"):
+        M.majority_vote({"m1": first}, gold, lambda x, y: x == y, tie_break="m9")
 
 
 def test_balanced_weights_per_parent_and_type():

@@ -104,8 +104,9 @@ def _routing(v: RunScored) -> dict[str, Any]:
 
 @metric("ensemble", across=True)
 def _ensemble(v: RunScored) -> dict[str, Any]:
-    """Majority-of-models ensemble: per decision the most common answer of the run's models
-    (ties to the model listed first), judged with the field type's ``agree``."""
+    """Majority-of-models ensemble: per decision the most common answer of the run's models,
+    judged with the field type's ``agree``. A tie has no majority and is scored wrong (never
+    given to the model listed first); tied decisions are counted in ``ties``."""
     labels = _base_models(v)
     if len(labels) < 2:
         return {"value": None, "note": "an ensemble needs at least two models in the run"}
@@ -114,6 +115,7 @@ def _ensemble(v: RunScored) -> dict[str, Any]:
         return {"value": None, "note": "no decisions common to the models"}
     correct = np.zeros(len(base), dtype=bool)
     by_field = {}
+    ties: dict[str, int] = {}
     for f in base["field"].unique():
         mask = (base["field"] == f).to_numpy()
         ft = v.project.field(str(f))
@@ -124,6 +126,7 @@ def _ensemble(v: RunScored) -> dict[str, Any]:
         )
         correct[mask] = vote["correct"]
         by_field[str(f)] = vote["accuracy"]
+        ties[str(f)] = vote["ties"]
     args = _boot(v, base)
     singles = {lab: float(per[lab]["correct"].astype(float).mean()) for lab in labels}
     best = max(singles, key=lambda k: singles[k])
@@ -134,6 +137,9 @@ def _ensemble(v: RunScored) -> dict[str, Any]:
         "best_single": {"model": best, "accuracy": singles[best]},
         "gain": float(correct.mean() - singles[best]),
         "n": len(base),
+        "ties": sum(ties.values()),
+        "ties_by_field": ties,
+        "tie_rule": "a tie has no majority and is scored wrong",
     }
 
 

@@ -641,13 +641,23 @@ def majority_vote(
     preds_by_model: Mapping[str, Sequence[Any]],
     gold: Sequence[Any],
     agree: Callable[[Any, Any], bool],
+    *,
+    tie_break: str | None = None,
 ) -> dict[str, Any]:
-    """Majority-of-models ensemble: per decision the most common present prediction (ties go
-    to the model listed first); correctness judged with the field type's ``agree``."""
+    """Majority-of-models ensemble: per decision the most common present prediction;
+    correctness judged with the field type's ``agree``.
+
+    Ties are explicit, never decided by list order (with two models that would make the
+    ensemble the first model): a tie gives no majority (prediction ``None``, scored wrong),
+    unless ``tie_break`` names a model whose answer is among the tied ones. ``ties`` counts
+    the tied decisions, ``no_majority`` those left without a prediction."""
     import json
 
     models = list(preds_by_model)
+    if tie_break is not None and tie_break not in preds_by_model:
+        raise ValueError(f"tie-break model {tie_break!r} is not one of {models}")
     votes: list[Any] = []
+    ties = no_majority = 0
     for i in range(len(gold)):
         tally: dict[str, list[Any]] = {}
         for m in models:
@@ -656,9 +666,21 @@ def majority_vote(
                 tally.setdefault(json.dumps(v, sort_keys=True), []).append(v)
         if not tally:
             votes.append(None)
+            no_majority += 1
             continue
         top = max(len(vs) for vs in tally.values())
-        votes.append(next(vs[0] for vs in tally.values() if len(vs) == top))
+        tied = [k for k, vs in tally.items() if len(vs) == top]
+        if len(tied) == 1:
+            votes.append(tally[tied[0]][0])
+            continue
+        ties += 1
+        tb = preds_by_model[tie_break][i] if tie_break is not None else None
+        key = json.dumps(tb, sort_keys=True) if tb is not None else None
+        if key in tied:
+            votes.append(tally[key][0])  # type: ignore[index]
+        else:
+            votes.append(None)
+            no_majority += 1
     correct = [
         g is not None and v is not None and agree(v, g) for v, g in zip(votes, gold, strict=True)
     ]
@@ -666,6 +688,9 @@ def majority_vote(
         "predictions": votes,
         "correct": correct,
         "accuracy": float(np.mean(correct)) if correct else float("nan"),
+        "ties": ties,
+        "no_majority": no_majority,
+        "tie_break": tie_break,
     }
 
 

@@ -295,8 +295,17 @@ def _across_sections(a: dict[str, Any]) -> list[Section]:
                     f"Majority-of-models ensemble ({rid})",
                     f"Majority vote of {', '.join(r['members'])}: accuracy "
                     f"{_fmt_ci(r['value'])} vs best single model {best['model']} "
-                    f"{best['accuracy']:.3f} (gain {100 * r['gain']:+.1f} pp).",
-                    [{"field": f, "ensemble accuracy": v} for f, v in r["by_field"].items()],
+                    f"{best['accuracy']:.3f} (gain {100 * r['gain']:+.1f} pp). "
+                    f"{r.get('ties', 0)} of {r['n']} decisions were tied: "
+                    f"{r.get('tie_rule', 'a tie has no majority and is scored wrong')}.",
+                    [
+                        {
+                            "field": f,
+                            "ensemble accuracy": v,
+                            "ties": (r.get("ties_by_field") or {}).get(f, 0),
+                        }
+                        for f, v in r["by_field"].items()
+                    ],
                 )
             )
         elif name == "hard_subset":
