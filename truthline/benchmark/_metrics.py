@@ -92,6 +92,15 @@ def _ci(point: float, boot: np.ndarray | None, rs: Resampling, u: _Units) -> CI:
     return percentile_ci(point, boot, level=rs.level, seed=rs.seed, scheme=u.scheme, n=u.n)
 
 
+def subset_ci(
+    point: float, boot: np.ndarray | None, rs: Resampling, u: _Units, covered: np.ndarray
+) -> CI:
+    """CI of a statistic over the units ``covered`` (a boolean per unit of ``u``), drawn on
+    ``u``'s matrix: ``n`` counts the covered units, not every unit of the draw."""
+    sub = _Units(u.inv, int(np.count_nonzero(covered)), u.clusters, u.strata)
+    return _ci(point, boot, rs, sub)
+
+
 def _div(a: np.ndarray | float, b: np.ndarray | float) -> Any:
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.true_divide(a, b)

@@ -278,8 +278,12 @@ def compare_gold(
     store: Store, project: Project, run_id: str, *, resamples: int | None = None
 ) -> dict[str, Any]:
     """Every model's accuracy on blind vs anchored vs VLM-sourced gold, and the inflation
-    (anchored - blind, in pp) with a bootstrap CI; the slices hold different items, so the
-    two accuracies are resampled independently (seeded) and differenced."""
+    (anchored - blind, in pp) with a bootstrap CI.
+
+    The slices hold different items but share their parents (clips of one video land in
+    both arms), so they are resampled *paired*: one draw over the entry's units/clusters
+    (all its decisions) serves every slice, and each difference is taken within a resample.
+    Independent draws would ignore the shared clusters and misstate the difference's CI."""
     run = load_run(store, run_id, project)
     attach_arms(store, run)
     b = project.benchmark
@@ -287,20 +291,16 @@ def compare_gold(
     models = []
     for entry in run.entries():
         row: dict[str, Any] = dict(zip(ENTRY, entry, strict=True))
-        boots: dict[str, np.ndarray | None] = {}
+        s_all = scored_for(run, project, entry, "all", resamples=0)
+        d = s_all.decisions
+        masks = {sl: _slice_mask(run, d, sl) for sl in SLICES}
+        res = sliced_accuracies(d, masks, s_all.boot_args(d) if len(d) else {}, rs)
         for sl in SLICES:
-            s = scored_for(run, project, entry, sl, resamples=0)
-            d = s.decisions
-            if not len(d):
-                row[sl] = None
-                boots[sl] = None
-                continue
-            ci, boot = _acc_with_boot(s, d, rs, seed_offset=SLICES.index(sl))
-            row[sl] = plain(ci)
-            boots[sl] = boot
+            row[sl] = plain(res["ci"][sl]) if res["ci"].get(sl) is not None else None
         for other in ("anchored", "vlm-sourced"):
-            row[f"inflation_{other}_pp"] = _diff_pp(row, boots, other, rs)
-        _field_balanced(row, run, project, entry, rs)
+            row[f"inflation_{other}_pp"] = _diff_pp(row, res["boot"], other, rs)
+        row["paired"] = True
+        _field_balanced(row, d, masks, s_all, rs)
         models.append(row)
     infl = [m["inflation_anchored_pp"]["point"] for m in models if m.get("inflation_anchored_pp")]
     higher = sum(1 for v in infl if v > 0)
@@ -319,69 +319,102 @@ def compare_gold(
         "higher_on_anchored_field_balanced": f"{sum(1 for v in bal if v > 0)} of {len(bal)}",
         "resamples": rs.resamples,
         "seed": rs.seed,
+        "paired": True,
     }
 
 
+def _slice_mask(run: RunData, d: pd.DataFrame, slice_: str) -> np.ndarray:
+    if not len(d):
+        return np.zeros(0, dtype=bool)
+    if slice_ == "all":
+        return np.ones(len(d), dtype=bool)
+    arms = _arms_of(run)
+    return np.array(
+        [
+            in_slice(slice_, p, arms.get(i))
+            for p, i in zip(d["provenance"], d["item_id"], strict=True)
+        ],
+        dtype=bool,
+    )
+
+
+def sliced_accuracies(
+    d: pd.DataFrame,
+    masks: dict[str, np.ndarray],
+    args: dict[str, Any],
+    rs: M.Resampling,
+    weights: dict[str, np.ndarray] | None = None,
+) -> dict[str, Any]:
+    """Accuracy of each slice (a mask over the decisions ``d``) with CIs from ONE resampling
+    draw over all of ``d``'s units/clusters/strata (``args`` from ``Scored.boot_args``), so
+    differences between slices are paired. Returns ``{"ci": {slice: CI | None},
+    "boot": {slice: replicates | None}, "W": the draw}``; ``weights`` (per slice, per
+    decision) give weighted accuracies on the same draw."""
+    out: dict[str, Any] = {"ci": {}, "boot": {}, "W": None}
+    if not len(d):
+        return {"ci": dict.fromkeys(masks), "boot": dict.fromkeys(masks), "W": None}
+    u = M._units(len(d), args["units"], args.get("clusters"), args.get("strata"))
+    W = u.matrix(rs) if rs.resamples else None
+    out["W"] = W
+    corr = d["correct"].astype(float).to_numpy()
+    for sl, m in masks.items():
+        if not m.any():
+            out["ci"][sl] = out["boot"][sl] = None
+            continue
+        w = m.astype(float) * (weights[sl] if weights is not None else 1.0)
+        na, nb = u.sums(corr * w), u.sums(w)
+        point = float(na.sum() / nb.sum())
+        boot = None
+        if W is not None:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                boot = (W @ na) / (W @ nb)
+        out["ci"][sl] = M.subset_ci(point, boot, rs, u, nb > 0)
+        out["boot"][sl] = boot
+    return out
+
+
 def _field_balanced(
-    row: dict[str, Any], run: Any, project: Project, entry: Any, rs: M.Resampling
+    row: dict[str, Any],
+    d: pd.DataFrame,
+    masks: dict[str, np.ndarray],
+    s_all: Scored,
+    rs: M.Resampling,
 ) -> None:
     """Field-balanced accuracy per slice (the mean of per-field accuracies over the fields
-    every slice holds) and its inflation over blind gold, in pp with a bootstrap CI.
+    every slice holds) and its inflation over blind gold, in pp with a paired bootstrap CI
+    (the same single draw as the plain accuracies).
 
     The slices hold different mixes of fields (blind consensus keeps mostly the decisions
     two annotators agreed on, i.e. easy fields), so plain accuracies differ by composition
     alone; balancing over the common fields compares like with like."""
     slices = ("blind", "anchored", "vlm-sourced")
-    frames = {sl: scored_for(run, project, entry, sl, resamples=0) for sl in slices}
     fields = (
-        set.intersection(*(set(frames[sl].decisions["field"]) for sl in slices))
-        if all(len(frames[sl].decisions) for sl in slices)
+        set.intersection(*(set(d.loc[masks[sl], "field"]) for sl in slices))
+        if len(d) and all(masks[sl].any() for sl in slices)
         else set()
     )
     row["field_balanced"] = {"fields": sorted(fields)}
     if not fields:
         return
+    per_field = {
+        (sl, f): masks[sl] & (d["field"] == f).to_numpy() for sl in slices for f in sorted(fields)
+    }
+    args = s_all.boot_args(d)
+    res = sliced_accuracies(d, per_field, args, rs)
+    u = M._units(len(d), args["units"], args.get("clusters"), args.get("strata"))
+    in_fields = d["field"].isin(fields).to_numpy()
     boots: dict[str, np.ndarray | None] = {}
-    for k, sl in enumerate(slices):
-        s = frames[sl]
-        d = s.decisions[s.decisions["field"].isin(fields)]
-        args = s.boot_args(d)
-        srs = M.Resampling(rs.resamples, rs.seed + 10 + k, rs.level)
-        u = M._units(len(d), args["units"], args.get("clusters"), args.get("strata"))
-        corr = d["correct"].astype(float).to_numpy()
-        W = u.matrix(srs) if rs.resamples else None
-        accs, per_boot = [], []
-        for f in sorted(fields):
-            m = (d["field"] == f).to_numpy().astype(float)
-            na, nb = u.sums(corr * m), u.sums(m)
-            accs.append(na.sum() / nb.sum())
-            if W is not None:
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    per_boot.append((W @ na) / (W @ nb))
-        point = float(np.mean(accs))
-        boot = np.mean(per_boot, axis=0) if per_boot else None
+    for sl in slices:
+        point = float(np.mean([res["ci"][(sl, f)].point for f in sorted(fields)]))
+        boot = None
+        if res["W"] is not None:
+            boot = np.mean([res["boot"][(sl, f)] for f in sorted(fields)], axis=0)
         boots[sl] = boot
-        row["field_balanced"][sl] = plain(M._ci(point, boot, srs, u))
+        covered = u.sums((masks[sl] & in_fields).astype(float)) > 0
+        row["field_balanced"][sl] = plain(M.subset_ci(point, boot, rs, u, covered))
     fb = row["field_balanced"]
     for other in ("anchored", "vlm-sourced"):
         fb[f"inflation_{other}_pp"] = _diff_pp(fb, boots, other, rs)
-
-
-def _acc_with_boot(
-    s: Scored, d: pd.DataFrame, rs: M.Resampling, seed_offset: int
-) -> tuple[M.CI, np.ndarray | None]:
-    args = s.boot_args(d)
-    args["rs"] = M.Resampling(rs.resamples, rs.seed + seed_offset, rs.level)
-    u = M._units(len(d), args["units"], args.get("clusters"), args.get("strata"))
-    corr = d["correct"].astype(float).to_numpy()
-    na, nb = u.sums(corr), u.sums(np.ones_like(corr))
-    point = float(na.sum() / nb.sum())
-    boot = None
-    if rs.resamples:
-        W = u.matrix(args["rs"])
-        with np.errstate(invalid="ignore", divide="ignore"):
-            boot = (W @ na) / (W @ nb)
-    return M._ci(point, boot, args["rs"], u), boot
 
 
 def _diff_pp(
