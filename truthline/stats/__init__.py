@@ -3,7 +3,9 @@
 Point functions take units x raters data (missing = None/NaN): ``krippendorff_alpha``,
 ``cohen_kappa``, ``fleiss_kappa``, ``gwet_ac1``, ``scott_pi``, ``brennan_prediger``,
 ``pairwise_agreement``. CI versions resample units (or clusters, within strata) in
-batches with one matrix product per batch; ``krippendorff_pair_bootstrap`` is alpha's
+batches with one matrix product per batch; ``design_ci`` records the design on every CI
+and falls back to a cluster jackknife (t quantiles) on thin designs; ``proportion_ci`` is
+Wilson / Clopper-Pearson for counts; ``krippendorff_pair_bootstrap`` is alpha's
 pair bootstrap (KALPHA compatibility only: narrower). ``kappa_from_counts`` and friends
 are the one Cohen's kappa kernel (the audit calls it).
 """
@@ -11,10 +13,16 @@ are the one Cohen's kappa kernel (the audit calls it).
 from truthline.stats._bootstrap import (
     CI,
     DEFAULT_RESAMPLES,
+    MIN_CLUSTERS_PER_STRATUM,
+    MIN_CLUSTERS_TOTAL,
+    Design,
+    design,
+    design_ci,
     draw,
     mean_ci,
     paired_diff_ci,
     percentile_ci,
+    proportion_ci,
     ratio_ci,
 )
 from truthline.stats._ci import (
@@ -63,9 +71,12 @@ from truthline.stats._structure import (
 __all__ = [
     "CI",
     "DEFAULT_RESAMPLES",
+    "MIN_CLUSTERS_PER_STRATUM",
+    "MIN_CLUSTERS_TOTAL",
     "AgreementError",
     "AgreementResult",
     "Coefficient",
+    "Design",
     "RaterVsMajority",
     "Ratings",
     "ScorerReport",
@@ -77,6 +88,8 @@ __all__ = [
     "coefficient",
     "coefficient_ci",
     "cohen_kappa",
+    "design",
+    "design_ci",
     "disagreement_structure",
     "draw",
     "fleiss_kappa",
@@ -99,6 +112,7 @@ __all__ = [
     "paired_diff_ci",
     "pairwise_agreement",
     "percentile_ci",
+    "proportion_ci",
     "ratings_from_store",
     "ratio_ci",
     "registered_coefficients",

@@ -7,12 +7,12 @@ one matrix product per coefficient (see ``_coef``). Every CI records resamples a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from truthline.stats._bootstrap import CI, DEFAULT_RESAMPLES, _scheme, percentile_ci
+from truthline.stats._bootstrap import CI, DEFAULT_RESAMPLES, design, design_ci
 from truthline.stats._coef import Coefficient, get_coefficient, registered_coefficients
 from truthline.stats._kboot import krippendorff_pair_bootstrap
 from truthline.stats._ratings import AgreementError, Ratings, as_ratings
@@ -138,7 +138,8 @@ def agreement(
     r = _ratings(data, categories, level)
     clusters = clusters if clusters is not None else r.clusters
     strata = strata if strata is not None else r.strata
-    scheme = _scheme(clusters, strata)
+    d = design(r.n_units, clusters, strata)
+    scheme = d.scheme(clusters, strata)
     results: list[AgreementResult] = []
     live: list[tuple[int, Coefficient]] = []
     names = _resolve(coefs)
@@ -165,6 +166,7 @@ def agreement(
                         seed,
                         scheme=scheme,
                         level=confidence,
+                        **d.fields(),
                     ),
                     0,
                     0,
@@ -187,6 +189,7 @@ def agreement(
                 scheme=scheme,
                 level=confidence,
                 n=c.units_used,
+                **d.fields(),
             ),
             c.units_used,
             c.pairable_values,
@@ -212,19 +215,29 @@ def agreement(
             )
             res.note = "Krippendorff's pair bootstrap (compatibility): narrower than units"
     if ci == "bootstrap" and resamples > 0 and live:
+        cl, st = d.resampling(clusters, strata)
         boots = bootstrap_values(
             [c for _, c in live],
             r.n_units,
             resamples=resamples,
             seed=seed,
-            clusters=clusters,
-            strata=strata,
+            clusters=cl,
+            strata=st,
         )
         for (i, c), b in zip(live, boots, strict=True):
             res = results[i]
-            res.ci = percentile_ci(
-                res.ci.point, b, level=confidence, seed=seed, scheme=scheme, n=c.units_used
+            res.ci = design_ci(
+                res.ci.point,
+                c.values,
+                r.n_units,
+                clusters=clusters,
+                strata=strata,
+                resamples=resamples,
+                seed=seed,
+                level=confidence,
+                boot=b,
             )
+            res.ci = replace(res.ci, n=c.units_used)
             undefined = int((~np.isfinite(b)).sum())
             if undefined:
                 res.note = f"{undefined} of {resamples} resamples undefined (dropped)"
@@ -303,14 +316,22 @@ def paired_coef_diff(
     point = ca.point() - cb.point()
     clusters = clusters if clusters is not None else ra.clusters
     strata = strata if strata is not None else ra.strata
+    cl, st = design(ra.n_units, clusters, strata).resampling(clusters, strata)
     boot_a, boot_b = bootstrap_values(
-        [ca, cb], ra.n_units, resamples=resamples, seed=seed, clusters=clusters, strata=strata
+        [ca, cb], ra.n_units, resamples=resamples, seed=seed, clusters=cl, strata=st
     )
-    return percentile_ci(
+
+    def diff(W: np.ndarray) -> np.ndarray:
+        return np.asarray(ca.values(W) - cb.values(W))
+
+    return design_ci(
         point,
-        boot_a - boot_b,
-        level=confidence,
+        diff,
+        ra.n_units,
+        clusters=clusters,
+        strata=strata,
+        resamples=resamples,
         seed=seed,
-        scheme=_scheme(clusters, strata),
-        n=ra.n_units,
+        level=confidence,
+        boot=boot_a - boot_b,
     )
