@@ -1,6 +1,6 @@
 """Fixtures for the annotate tests: a real Label Studio server (copied migrated data dir,
 one per session), a workspace with simulated steel-safety clips and SIMULATED predictions,
-and a media server on 127.0.0.1.
+and a media server on 127.0.0.1 serving that workspace's registered media.
 
 The server comes from ``python -m truthline.annotate.server_env --ensure`` (scripts/test.sh
 runs it); the fixture calls the same function, so a missing environment is created, never
@@ -118,9 +118,10 @@ def steel_ws(tmp_path: Path, dataset: tuple[Path, Path]):
     return ws, project, preds
 
 
-@pytest.fixture(scope="session")
-def media_server(dataset: tuple[Path, Path]) -> Iterator[MediaHTTPServer]:
-    srv = MediaHTTPServer(dataset[0]).start_thread()
+@pytest.fixture
+def media_server(steel_ws, dataset: tuple[Path, Path], ls: LS) -> Iterator[MediaHTTPServer]:
+    """The workspace's registered media (the dataset's clips) for the session's Label Studio."""
+    srv = MediaHTTPServer.for_workspace(steel_ws[0], dataset[0], origins=[ls.url]).start_thread()
     try:
         yield srv
     finally:

@@ -4,7 +4,8 @@ Public API: the local server (``serve``, ``stop``, ``target``, ``LocalServer``),
 config generated from the schema (``label_config``, ``values_to_results``,
 ``results_to_values``, ``ls_control`` to map a new field type), ``push`` / ``pull``,
 ``assign_arms``, annotator accounts (``add_users``, ``user_client``) and
-``submit_annotation`` (post values as a given user — for simulated annotators).
+``submit_annotation`` (post values as a given user — for simulated annotators), and the
+media server (``MediaHTTPServer``: registered item media only, to the Label Studio origin).
 """
 
 from truthline.annotate._assign import assign_arms
@@ -20,7 +21,7 @@ from truthline.annotate._labelconfig import (
     values_to_results,
 )
 from truthline.annotate._local import Target, serve, stop, target
-from truthline.annotate._media import MediaHTTPServer, resolve_media
+from truthline.annotate._media import MediaHTTPServer, MediaIndex
 from truthline.annotate._pull import PullReport, kept_flag, pull
 from truthline.annotate._push import PushReport, ensure_ls_project, push, risk_score
 from truthline.annotate._server import Credentials, LocalServer
@@ -36,6 +37,7 @@ __all__ = [
     "LabelStudioError",
     "LocalServer",
     "MediaHTTPServer",
+    "MediaIndex",
     "PullReport",
     "PushReport",
     "Target",
@@ -48,7 +50,6 @@ __all__ = [
     "ls_control",
     "pull",
     "push",
-    "resolve_media",
     "results_to_values",
     "risk_score",
     "serve",

@@ -26,6 +26,9 @@ from truthline.annotate._server import (
 )
 from truthline.errors import TruthlineError
 
+# bumped when the media server's behaviour changes: `serve` replaces an older running one
+MEDIA_SERVER_VERSION = 2
+
 
 @dataclass
 class Target:
@@ -102,8 +105,12 @@ def serve(
     state = read_state(ws)
     mpid = int(state.get("media_pid") or 0)
     media_running = bool(mpid) and _pid_alive(mpid)
+    origins = [url]
     if media_running and (
-        state.get("media_root") != str(root) or state.get("media_port") != media_port
+        state.get("media_root") != str(root)
+        or state.get("media_port") != media_port
+        or state.get("media_origins") != origins
+        or state.get("media_server") != MEDIA_SERVER_VERSION
     ):
         _stop_pid(mpid)
         media_running = False
@@ -113,16 +120,14 @@ def serve(
                 f"media port {media_port} on 127.0.0.1 is taken; pass --media-port N"
             )
         log = (ddir / "media.log").open("ab")
+        cmd = [sys.executable, "-m", "truthline.annotate._media", "--workspace", str(ws.root)]
+        cmd += ["--root", str(root), "--port", str(media_port)]
+        for o in origins:
+            cmd += ["--origin", o]
         proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "truthline.annotate._media",
-                "--root",
-                str(root),
-                "--port",
-                str(media_port),
-            ],
+            cmd,
+            # the store URL (which may hold a password) goes by environment, not argv
+            env=os.environ | {"TRUTHLINE_DB": str(ws.url)},
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -132,7 +137,15 @@ def serve(
         mpid = proc.pid
         t0 = time.monotonic()
         while not port_in_use(media_port) and time.monotonic() - t0 < 15:
+            if proc.poll() is not None:
+                break
             time.sleep(0.1)
+        if proc.poll() is not None or not port_in_use(media_port):
+            _stop_pid(proc.pid)
+            raise TruthlineError(
+                f"the media server did not start on 127.0.0.1:{media_port}; "
+                f"see {ddir / 'media.log'}"
+            )
     state = {
         "url": url,
         "port": port,
@@ -140,6 +153,8 @@ def serve(
         "media_root": str(root),
         "media_base": f"http://127.0.0.1:{media_port}",
         "media_pid": mpid,
+        "media_origins": origins,
+        "media_server": MEDIA_SERVER_VERSION,
     }
     _state_path(ws).write_text(json.dumps(state, indent=2))
     return state | {"started": started, "admin": creds.email, "credentials_file": str(cpath)}

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import posixpath
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -28,7 +27,7 @@ from sqlalchemy import select
 from truthline.annotate._assign import assign_arms
 from truthline.annotate._client import LabelStudioError, LSClient
 from truthline.annotate._labelconfig import label_config, task_data, values_to_results
-from truthline.annotate._media import media_url
+from truthline.annotate._media import item_prefix, media_rel, media_url
 from truthline.errors import TruthlineError
 from truthline.store import Store, json_hash, now, tables
 
@@ -142,7 +141,8 @@ def ensure_ls_project(
 
 
 class _Urls:
-    """Media URLs relative to the served root (one realpath per item media root, not per file)."""
+    """Media URLs relative to the served root (one realpath per item media root, not per file);
+    the media server's index computes the same paths (``item_prefix`` / ``media_rel``)."""
 
     def __init__(self, media_base: str, media_root: Path):
         self.base = media_base
@@ -152,16 +152,14 @@ class _Urls:
     def __call__(self, item: dict) -> list[str]:
         iroot = item["media_root"]
         if iroot not in self._prefix:
-            real = Path(os.path.realpath(iroot))
-            try:
-                rel = real.relative_to(self.root).as_posix()
-            except ValueError:
-                raise self._outside(item, real) from None
-            self._prefix[iroot] = "" if rel == "." else rel + "/"
+            prefix = item_prefix(self.root, iroot)
+            if prefix is None:
+                raise self._outside(item, Path(os.path.realpath(iroot)))
+            self._prefix[iroot] = prefix
         out = []
         for m in item["media"]:
-            rel = posixpath.normpath(self._prefix[iroot] + m)
-            if rel.startswith("../") or rel == ".." or rel.startswith("/"):
+            rel = media_rel(self._prefix[iroot], m)
+            if rel is None:
                 raise self._outside(item, Path(iroot) / m)
             out.append(media_url(self.base, rel))
         return out
