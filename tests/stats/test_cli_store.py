@@ -62,7 +62,10 @@ def test_wide_csv_table_and_json_agree(wide_csv):
     data = json.loads(out.stdout)
     alpha = data["results"][0]
     assert alpha["point"] == pytest.approx(0.743, abs=5e-4)
-    assert alpha["scheme"] == "cluster" and alpha["resamples"] == 300 and alpha["seed"] == 0
+    assert alpha["resamples"] == 300 and alpha["seed"] == 0
+    # 4 clips: too few clusters for a cluster bootstrap (issue 13): jackknife-t, warned
+    assert alpha["scheme"] == "cluster-jackknife" and alpha["clusters"] == 4
+    assert alpha["warning"] == "few clusters (4 < 20)"
     assert data["raters"] == 4 and data["units"] == 12
     table = tl(
         "stats",
@@ -80,7 +83,8 @@ def test_wide_csv_table_and_json_agree(wide_csv):
     for r in data["results"]:
         assert f"{r['point']:.3f}" in table
         assert f"{r['low']:.3f}" in table and f"{r['high']:.3f}" in table
-    assert "300 resamples (cluster), seed 0" in table
+    assert "300 bootstrap resamples (cluster-jackknife, 4 clusters), seed 0" in table
+    assert "warning: few clusters (4 < 20)" in table
 
 
 def test_long_csv_interval_and_errors(tmp_path, wide_csv):

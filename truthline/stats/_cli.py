@@ -313,8 +313,18 @@ def agreement_cmd(
             )
         console.print(t)
         if ci == CIMethod.bootstrap and resamples:
-            scheme = results[0].ci.scheme if results else "item"
-            console.print(f"percentile bootstrap, {resamples} resamples ({scheme}), seed {seed}")
+            first = results[0].ci if results else None
+            scheme = first.scheme if first else "item"
+            method = first.method if first else "percentile"
+            design = f", {first.design()}" if first and first.design() else ""
+            console.print(
+                f"CI: {method}, {resamples} bootstrap resamples ({scheme}{design}), seed {seed}",
+                soft_wrap=True,
+            )
+            if first is not None and first.warning:
+                console.print(
+                    f"[bold yellow]warning:[/] {first.warning}", highlight=False, soft_wrap=True
+                )
         elif ci == CIMethod.krippendorff and resamples:
             console.print(
                 f"Krippendorff's pair bootstrap (compatibility mode, narrower than the unit "

@@ -25,6 +25,7 @@ def _rows(store: Store, project: str, head: str, arm: str | None, tier: int | No
         select(a.c.id, a.c.item_id, a.c.annotator, a.c.value, it.c.key, it.c.parent)
         .join(it, it.c.id == a.c.item_id)
         .where(a.c.project == project, a.c.field_path == head, a.c.skipped.is_(False))
+        .where(a.c.deleted_at.is_(None))  # deleted at the source: history, not a rating
         .order_by(a.c.item_id, a.c.annotator, a.c.id)
     )
     if arm:
