@@ -222,6 +222,14 @@ def load(store: Store, project: Project, *, model_version: str | None = None) ->
         )
 
     # which prediction is v: the version shown to anchored annotators, else the most common
+    if model_version is not None and not any(p.model_version == model_version for p in preds):
+        from truthline.errors import TruthlineError
+
+        have = sorted({str(p.model_version) for p in preds})
+        raise TruthlineError(
+            f"no predictions of model version {model_version!r} in project {name!r} "
+            f"(have: {', '.join(have) or 'none'})"
+        )
     if model_version is None:
         shown = Counter(r.shown_prediction_id for r in anns if r.shown_prediction_id)
         by_id = {p.id: p.model_version for p in preds}

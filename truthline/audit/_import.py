@@ -63,16 +63,31 @@ def _read(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
     if path.suffix.lower() in (".parquet", ".pq"):
         import pandas as pd
 
-        df = pd.read_parquet(path)
+        try:
+            df = pd.read_parquet(path)
+        except Exception as exc:  # pyarrow raises its own types for a damaged file
+            raise TruthlineError(
+                f"{path}: not a readable Parquet file ({str(exc).splitlines()[0]}); "
+                "export the table again or save it as CSV"
+            ) from exc
         cols = [str(c) for c in df.columns]
         rows = []
         for k, rec in enumerate(df.to_dict(orient="records")):
             rows.append((k + 2, {c: _cell(v) for c, v in rec.items()}))
         return cols, rows
-    with path.open(newline="", encoding="utf-8-sig") as fh:
-        reader = csv.DictReader(fh)
-        cols = list(reader.fieldnames or [])
-        return cols, [(reader.line_num, dict(r)) for r in reader]
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as fh:
+            reader = csv.DictReader(fh)
+            cols = list(reader.fieldnames or [])
+            return cols, [(reader.line_num, dict(r)) for r in reader]
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise TruthlineError(
+            f"{path}:{line}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x}); "
+            "save the table as UTF-8 CSV"
+        ) from exc
+    except csv.Error as exc:
+        raise TruthlineError(f"{path}: not a readable CSV table ({exc})") from exc
 
 
 def _cell(v: Any) -> str:
@@ -106,6 +121,16 @@ def import_table(
     missing = [c for c in REQUIRED if c not in cols]
     if missing:
         raise ImportTableError(str(path), [(1, c, "required column is missing") for c in missing])
+    known = (*REQUIRED, *OPTIONAL)
+    unknown = [c for c in cols if c not in known]
+    if unknown:  # a misspelt optional column (``expret``) would silently drop its values
+        raise ImportTableError(
+            str(path),
+            [(1, c, f"unknown column (known: {', '.join(known)})") for c in unknown],
+        )
+    if not rows:
+        raise TruthlineError(f"{path}: the table has a header but no rows; nothing to import")
+    first_line: dict[tuple[str, str, str, str, str], int] = {}
     # (item, annotator, arm, tier) -> {"values": {field: value}, "entities": ..., meta}
     anns: dict[tuple[str, str, str, int], dict[str, Any]] = {}
     preds: dict[tuple[str, str], dict[str, Any]] = defaultdict(dict)
@@ -156,6 +181,18 @@ def import_table(
         if arm not in ARMS:
             problems.append((line, "arm", f"{arm!r} is not one of {', '.join(ARMS)}"))
         tier_text = (r.get("tier") or "").strip() or ("2" if arm == "review" else "1")
+        dup_key = (item, fld, who, arm, tier_text)
+        if dup_key in first_line:  # last-wins would silently drop a label
+            problems.append(
+                (
+                    line,
+                    "field",
+                    f"duplicate of line {first_line[dup_key]} (same item, field, annotator, "
+                    "arm and tier); keep one of them",
+                )
+            )
+        else:
+            first_line[dup_key] = line
         if tier_text not in ("1", "2"):
             problems.append(
                 (line, "tier", f"tier must be 1 (annotator) or 2 (expert), got {tier_text!r}")

@@ -131,6 +131,23 @@ def self_reference(
                 .order_by(t.gold_snapshots.c.created_at.desc())
             ).first()
             snapshot = row[0] if row else None
+        else:
+            found = conn.execute(
+                select(t.gold_snapshots.c.hash).where(
+                    t.gold_snapshots.c.project == project,
+                    t.gold_snapshots.c.hash.like(f"{snapshot}%"),
+                )
+            ).all()
+            if len(found) != 1:
+                raise TruthlineError(
+                    f"gold snapshot {snapshot!r} of project {project!r}: "
+                    + (
+                        "not found (list them with `truthline audit finalize --json`)"
+                        if not found
+                        else "ambiguous prefix, give more characters"
+                    )
+                )
+            snapshot = str(found[0][0])
         if snapshot is None:
             return {"snapshot": None, "model_version": model_version, "warning": None}
         rows = conn.execute(
@@ -286,6 +303,10 @@ def plan_sample_size(
         raise TruthlineError(f"rate must be between 0 and 1, got {rate}")
     if not 0 < half_width < 1:
         raise TruthlineError(f"half-width must be between 0 and 1, got {half_width}")
+    if not 0 < level < 1:
+        raise TruthlineError(f"--level must be between 0 and 1 (e.g. 0.95), got {level}")
+    if icc < 0 or icc > 1:
+        raise TruthlineError(f"--icc must be between 0 and 1, got {icc}")
     z = _z(level)
     h = half_width * (1 - kappa_chance) if kappa_chance is not None else half_width
     n_dec = z * z * rate * (1 - rate) / (h * h)

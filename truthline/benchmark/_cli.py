@@ -62,12 +62,12 @@ def run_cmd(
         str | None, typer.Option("--control", help="Input control: no-image or reorder.")
     ] = None,
     limit: Annotated[
-        int | None, typer.Option("--limit", help="Only the first N gold items.")
+        int | None, typer.Option("--limit", min=1, help="Only the first N gold items.")
     ] = None,
     run_id: Annotated[
         str | None, typer.Option("--run", help="Add to / resume this run id (default: derived).")
     ] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency")] = 8,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 8,
     max_cost: Annotated[
         float | None, typer.Option("--max-cost", help="Stop starting requests past this USD.")
     ] = None,
@@ -436,6 +436,10 @@ def report_cmd(
 
     ws, proj = ws_project(ctx, project)
     target = out or ws.reports_dir / f"benchmark-{run[0]}.md"
+    if target.suffix.lower() not in (".md", ".html", ".htm"):
+        from truthline.errors import TruthlineError
+
+        raise TruthlineError(f"--out {target}: use a .md or .html file name")
     target.parent.mkdir(parents=True, exist_ok=True)
     data = write_report(ws.store, proj, run, target, resamples=resamples)
     emit(

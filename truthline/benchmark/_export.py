@@ -88,6 +88,8 @@ def export_release(
     if fmt not in FORMATS:
         raise TruthlineError(f"unknown export format {fmt!r} (use {', '.join(FORMATS)})")
     out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise TruthlineError(f"{out} is a file, not a folder; choose a new folder for the release")
     if out.exists() and any(out.iterdir()):
         if not force:
             raise TruthlineError(f"{out} is not empty; choose a new folder or pass --force")
