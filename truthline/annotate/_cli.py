@@ -177,6 +177,25 @@ def pull(
             f"[green]{rep.annotations} annotations[/]: {rep.new} new, {rep.updated} updated, "
             f"{rep.unchanged} unchanged ({rep.skipped_annotations} skipped tasks)"
         )
+        if rep.deleted or rep.restored:
+            console.print(
+                f"[yellow]{rep.deleted} deleted in Label Studio[/] since the last pull (kept "
+                f"in the store as deleted, excluded from statistics and gold)"
+                + (f"; {rep.restored} deleted earlier are back" if rep.restored else "")
+            )
+        if rep.foreign_tasks:
+            by: dict[int, list[int]] = {}
+            for t in rep.foreign_tasks:
+                by.setdefault(t["ls_project_id"], []).append(t["ls_task_id"])
+            where = "; ".join(
+                f"project {p}: tasks {', '.join(map(str, ids[:20]))}"
+                + (f" and {len(ids) - 20} more" if len(ids) > 20 else "")
+                for p, ids in by.items()
+            )
+            console.print(
+                f"[yellow]{len(rep.foreign_tasks)} tasks truthline did not push skipped[/] "
+                f"(no known item id; imported by hand?): {where}"
+            )
         for p in rep.problems[:50]:
             console.print(f"  [yellow]{p}[/]")
         if len(rep.problems) > 50:

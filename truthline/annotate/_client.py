@@ -32,6 +32,17 @@ def _is_jwt(token: str) -> bool:
     return token.count(".") == 2 and token.startswith("eyJ")
 
 
+def item_id_of(raw: Any) -> int | None:
+    """Our item id from a task's data (an int, or digits), else None (not our task)."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, str) and raw.strip().isdigit():
+        return int(raw)
+    return None
+
+
 class LSClient:
     """Label Studio as one user: the admin, or an annotator acting as themself."""
 
@@ -141,9 +152,9 @@ class LSClient:
                 raise
             tasks = data.get("tasks", []) if isinstance(data, dict) else data
             for t in tasks:
-                item = (t.get("data") or {}).get("item_id")
-                if item is not None:
-                    out[int(item)] = int(t["id"])
+                item = item_id_of((t.get("data") or {}).get("item_id"))
+                if item is not None:  # else a task imported by hand: not ours
+                    out[item] = int(t["id"])
             total = data.get("total", 0) if isinstance(data, dict) else 0
             if not tasks or page * 1000 >= total:
                 break

@@ -6,6 +6,14 @@ decided by comparing the value with the prediction that was shown, using the fie
 annotation edited after a pull is updated and its earlier value goes to
 ``annotation_history``; pulling twice changes nothing. A malformed result is reported with
 its project, task and annotation ids and skipped; the rest is stored.
+
+Deletions: an annotation stored earlier that is missing from its project's export was
+deleted in Label Studio. Its rows (one per field) stay in the store with ``deleted_at`` set
+to the time of the pull that first found it missing (value, revision and history untouched);
+readers exclude ``deleted_at IS NOT NULL`` from statistics and gold. Should it re-appear, a
+later pull clears ``deleted_at``. Tasks truthline did not push (no known item of the
+project) are skipped and listed; a Label Studio project that no longer exists is reported
+and skipped, and the others are still pulled (its annotations stay as last pulled).
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ from urllib.parse import urlsplit
 
 from sqlalchemy import select
 
-from truthline.annotate._client import LSClient
+from truthline.annotate._client import LabelStudioError, LSClient, item_id_of
 from truthline.annotate._labelconfig import results_to_values
 from truthline.annotate._push import _upsert_exposures
 from truthline.store import Store, now, tables
@@ -32,6 +40,14 @@ class PullReport:
     updated: int = 0
     unchanged: int = 0
     skipped_annotations: int = 0
+    deleted: int = 0
+    """Annotations found deleted in Label Studio by this pull (``deleted_at`` set)."""
+    restored: int = 0
+    """Annotations marked deleted earlier that are back in Label Studio (``deleted_at`` cleared)."""
+    foreign_tasks: list[dict[str, Any]] = field(default_factory=list)
+    """Tasks not pushed by truthline (no known item of the project): skipped."""
+    missing_projects: list[dict[str, Any]] = field(default_factory=list)
+    """Label Studio projects that no longer exist on the server: skipped."""
     problems: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
@@ -76,7 +92,9 @@ def pull(store: Store, project: Any, client: LSClient, *, progress: bool = True)
     lp = tables.ls_projects
     with store.begin() as conn:
         lsp = conn.execute(
-            select(lp).where(lp.c.project == project.name, lp.c.server_url == client.url)
+            select(lp)
+            .where(lp.c.project == project.name, lp.c.server_url == client.url)
+            .order_by(lp.c.id)
         ).all()
     if not lsp:
         from truthline.errors import TruthlineError
@@ -91,7 +109,22 @@ def pull(store: Store, project: Any, client: LSClient, *, progress: bool = True)
         ptask = bar.add_task("pulling", total=len(lsp))
         for row in lsp:
             t0 = time.perf_counter()
-            tasks = client.snapshot_export(row.ls_project_id)
+            try:
+                tasks = client.snapshot_export(row.ls_project_id)
+            except LabelStudioError as exc:
+                if exc.status != 404:
+                    raise
+                rep.missing_projects.append(
+                    {"ls_project_id": row.ls_project_id, "arm": row.arm, "title": row.title}
+                )
+                rep.problems.append(
+                    f"Label Studio project {row.ls_project_id} ({row.title!r}, {row.arm} arm) "
+                    f"no longer exists on {client.url}; skipped, and the annotations pulled "
+                    "from it earlier stay in the store as they were. Restore it in Label "
+                    "Studio, or push the arm again to a new project"
+                )
+                bar.advance(ptask)
+                continue
             export_s = time.perf_counter() - t0
             if users is None and any(
                 isinstance(a.get("completed_by"), int)
@@ -159,6 +192,14 @@ def _pull_project(
                     a.c.project == project.name, a.c.source_id.like(f"{prefix}%{suffix}")
                 )
             )
+            # LIKE's '_' is a wildcard: keep exactly this project on this server
+            if r.source_id.startswith(prefix) and r.source_id.endswith(suffix)
+        }
+        known_items = {
+            r.id
+            for r in conn.execute(
+                select(tables.items.c.id).where(tables.items.c.project == project.name)
+            )
         }
         prompt_hashes = {}
         resp_ids = {p.response_id for p in preds.values() if p.response_id is not None}
@@ -173,15 +214,38 @@ def _pull_project(
     inserts: list[dict] = []
     updates: list[tuple[int, dict, dict]] = []  # (row id, new values, history)
     exposures: list[dict] = []
-    stats = {"annotations": 0, "new": 0, "updated": 0, "unchanged": 0}
+    stats = {
+        "annotations": 0,
+        "new": 0,
+        "updated": 0,
+        "unchanged": 0,
+        "deleted": 0,
+        "restored": 0,
+        "foreign_tasks": 0,
+    }
     stored_at = now()
+    present: set[str] = set()  # source ids of every annotation in the export
+    restored_sids: list[str] = []
     for task in tasks:
-        tid = int(task["id"])
+        try:
+            tid = int(task["id"])
+        except (KeyError, TypeError, ValueError):
+            rep.problems.append(f"Label Studio project {pid}: a task without an id; skipped")
+            continue
+        for ann in task.get("annotations") or []:
+            if isinstance(ann, dict) and ann.get("id") is not None:
+                present.add(source_id(client.url, pid, int(ann["id"])))
         tm = task_map.get(tid)
-        item_id = tm.item_id if tm else (task.get("data") or {}).get("item_id")
-        if item_id is None:
-            rep.problems.append(
-                f"Label Studio project {pid}, task {tid}: no item_id in its data; skipped"
+        item_id = tm.item_id if tm else item_id_of((task.get("data") or {}).get("item_id"))
+        if item_id is None or item_id not in known_items:
+            stats["foreign_tasks"] += 1
+            rep.foreign_tasks.append(
+                {
+                    "ls_project_id": pid,
+                    "ls_task_id": tid,
+                    "item_id": (task.get("data") or {}).get("item_id"),
+                    "annotations": len(task.get("annotations") or []),
+                }
             )
             continue
         shown = preds.get(tm.prediction_id) if tm and tm.prediction_id else None
@@ -225,7 +289,7 @@ def _pull_project(
                 "annotated_at": _ts(ann.get("created_at")),
                 "source_updated_at": _ts(ann.get("updated_at")),
             }
-            changed_any = False
+            changed_any = restored = False
             for name, ft in types.items():
                 val = values.get(name)
                 kept = None
@@ -243,6 +307,8 @@ def _pull_project(
                     inserts.append(row | {"revision": 1, "stored_at": stored_at})
                     changed_any = True
                     continue
+                if old.deleted_at is not None:  # back in Label Studio
+                    restored = True
                 value_changed = old.value != val or bool(old.skipped) != cancelled
                 meta_changed = (
                     old.lead_time != row["lead_time"]
@@ -252,6 +318,7 @@ def _pull_project(
                     or old.annotator != annotator
                     or bool(old.ground_truth) != row["ground_truth"]
                     or old.parent_prediction != row["parent_prediction"]
+                    or old.deleted_at is not None
                 )
                 if not (value_changed or meta_changed):
                     continue
@@ -272,6 +339,9 @@ def _pull_project(
                         "replaced_at": stored_at,
                     }
                 updates.append((old.id, new, hist))
+            if restored:
+                stats["restored"] += 1
+                restored_sids.append(sid)
             is_new = all((sid, n) not in existing for n in types)
             if is_new:
                 stats["new"] += 1
@@ -293,9 +363,26 @@ def _pull_project(
                     "ls_project_id": pid,
                 }
             )
+    # every field row of an annotation missing from the export: deleted in Label Studio
+    newly_gone = [
+        r.id for (sid, _), r in existing.items() if sid not in present and r.deleted_at is None
+    ]
+    stats["deleted"] = len(
+        {sid for (sid, _), r in existing.items() if sid not in present and r.deleted_at is None}
+    )
     with store.begin() as conn:
         if inserts:
             conn.execute(a.insert(), inserts)
+        for k in range(0, len(newly_gone), 5000):
+            conn.execute(
+                a.update().where(a.c.id.in_(newly_gone[k : k + 5000])).values(deleted_at=stored_at)
+            )
+        for k in range(0, len(restored_sids), 5000):
+            conn.execute(
+                a.update()
+                .where(a.c.project == project.name, a.c.source_id.in_(restored_sids[k : k + 5000]))
+                .values(deleted_at=None)
+            )
         for rid, new, hist in updates:
             if hist:
                 conn.execute(h.insert().values(**hist))
@@ -306,4 +393,6 @@ def _pull_project(
     rep.new += stats["new"]
     rep.updated += stats["updated"]
     rep.unchanged += stats["unchanged"]
+    rep.deleted += stats["deleted"]
+    rep.restored += stats["restored"]
     return stats
