@@ -41,10 +41,12 @@ from truthline.stats._coef import (
     registered_coefficients,
 )
 from truthline.stats._kappa import (
+    ToleranceWeights,
     kappa_codes,
     kappa_from_counts,
     kappa_from_sums,
     kappa_unit_sums,
+    kappa_weights,
 )
 from truthline.stats._kboot import krippendorff_pair_bootstrap
 from truthline.stats._point import (
@@ -80,6 +82,7 @@ __all__ = [
     "RaterVsMajority",
     "Ratings",
     "ScorerReport",
+    "ToleranceWeights",
     "agreement",
     "agreement_weights",
     "as_ratings",
@@ -102,6 +105,7 @@ __all__ = [
     "kappa_from_counts",
     "kappa_from_sums",
     "kappa_unit_sums",
+    "kappa_weights",
     "krippendorff_alpha",
     "krippendorff_pair_bootstrap",
     "leave_one_out",

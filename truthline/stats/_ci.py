@@ -13,7 +13,12 @@ from typing import Any
 import numpy as np
 
 from truthline.stats._bootstrap import CI, DEFAULT_RESAMPLES, design, design_ci
-from truthline.stats._coef import Coefficient, get_coefficient, registered_coefficients
+from truthline.stats._coef import (
+    Coefficient,
+    default_weights,
+    get_coefficient,
+    registered_coefficients,
+)
 from truthline.stats._kboot import krippendorff_pair_bootstrap
 from truthline.stats._ratings import AgreementError, Ratings, as_ratings
 from truthline.stats._resample import compress, multiplicity_blocks, pattern_blocks
@@ -151,7 +156,7 @@ def agreement(
     for name in names:
         cls = get_coefficient(name)
         lvl = level if cls.uses_level else None
-        wts = (weights or "none") if cls.uses_weights else None
+        wts = default_weights(r, weights) if cls.uses_weights else None
         try:
             c = cls(r, level=level, weights=weights)
             point = c.point()

@@ -251,13 +251,22 @@ def agreement_cmd(
     strata: StrataOpt = None,
     unit_col: UnitOpt = None,
     categories: CatOpt = None,
+    tolerance: Annotated[
+        float | None,
+        typer.Option(
+            "--tolerance",
+            min=0,
+            help="Numbers agree when |x - y| <= this, for observed and chance agreement alike "
+            "(kappa family; store mode: the field's declared tolerance).",
+        ),
+    ] = None,
     project: ProjectOpt = None,
     field: FieldOpt = None,
     arm: ArmOpt = None,
     tier: TierOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Agreement coefficients with percentile-bootstrap CIs (units, clusters, strata)."""
+    """Agreement coefficients with bootstrap CIs (units, clusters, strata)."""
     r, lvl, what = _source(
         ctx,
         file,
@@ -272,6 +281,8 @@ def agreement_cmd(
         arm=arm,
         tier=tier,
     )
+    if tolerance is not None:
+        r.meta["tolerance"] = tolerance
     names = [c.value for c in (coef or [Coef.alpha])]
     results = agreement(
         r, names, level=lvl, weights=weights.value, ci=ci.value, resamples=resamples, seed=seed

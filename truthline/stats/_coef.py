@@ -24,11 +24,11 @@ import numpy as np
 from scipy import sparse
 
 from truthline.fields import masi_distance
-from truthline.stats._kappa import kappa_from_counts
+from truthline.stats._kappa import ToleranceWeights, kappa_from_counts
 from truthline.stats._ratings import AgreementError, Ratings
 
 LEVELS = ("nominal", "ordinal", "interval", "ratio", "masi")
-WEIGHTS = ("none", "linear", "quadratic")
+WEIGHTS = ("none", "linear", "quadratic", "tolerance")
 
 _REGISTRY: dict[str, type[Coefficient]] = {}
 
@@ -68,7 +68,29 @@ def agreement_weights(q: int, weights: str | None) -> np.ndarray:
         return 1.0 - d
     if weights == "quadratic":
         return 1.0 - d**2
-    raise AgreementError(f"unknown weights {weights!r}; use none, linear or quadratic")
+    raise AgreementError(
+        f"unknown weights {weights!r}; use none, linear or quadratic (tolerance: numbers with "
+        "a declared tolerance)"
+    )
+
+
+def default_weights(ratings: Ratings, weights: str | None) -> str:
+    """Ratings of a number field with a tolerance (``meta["tolerance"]``) agree within it:
+    the kappa family then uses tolerance weights for observed AND chance agreement."""
+    if weights in (None, "none") and ratings.meta.get("tolerance"):
+        return "tolerance"
+    return weights or "none"
+
+
+def ratings_weights(ratings: Ratings, weights: str) -> np.ndarray:
+    """The q x q agreement weights of these ratings (``tolerance`` needs numeric values)."""
+    if weights == "tolerance":
+        tol = float(ratings.meta.get("tolerance") or 0.0)
+        try:
+            return ToleranceWeights(ratings.numeric(), tol).matrix()
+        except ValueError as exc:
+            raise AgreementError(f"tolerance weights: {exc}") from None
+    return agreement_weights(ratings.q, weights)
 
 
 def _pair_form(N: np.ndarray, A: np.ndarray) -> np.ndarray:
@@ -101,7 +123,7 @@ class Coefficient:
             raise AgreementError(f"unknown level {level!r}; use one of {', '.join(LEVELS)}")
         self.r = ratings
         self.level = level
-        self.weights = weights or "none"
+        self.weights = default_weights(ratings, weights)
         self.m = ratings.m
         self.pairable = self.m >= 2
         if not self.pairable.any():
@@ -251,8 +273,7 @@ class _PairFamily(Coefficient):
 
     def _features(self) -> Any:
         r, p = self.r, self.pairable
-        q = r.q
-        self.wt = agreement_weights(q, self.weights)
+        self.wt = ratings_weights(r, self.weights)
         N = r.counts()
         a = np.where(p, _pair_form(N, self.wt), 0.0)
         pr = np.where(p, self.m * (self.m - 1), 0).astype(float)
@@ -352,7 +373,7 @@ class CohenKappa(Coefficient):
                 f"({', '.join(map(str, r.raters))}); use fleiss, alpha or ac1"
             )
         q = r.q
-        self.wt = agreement_weights(q, self.weights)
+        self.wt = ratings_weights(r, self.weights)
         both = np.flatnonzero(self.pairable)
         cell = r.codes[both, 0] * q + r.codes[both, 1]
         return sparse.csr_matrix((np.ones(len(both)), (both, cell)), shape=(r.n_units, q * q))

@@ -14,6 +14,66 @@ from typing import Any
 
 import numpy as np
 
+MAX_DENSE_WEIGHTS = 4096
+"""``ToleranceWeights.matrix`` refuses more categories than this (q² memory)."""
+
+
+class ToleranceWeights:
+    """Agreement weights ``w_ij = 1[g_i == g_j and |x_i - x_j| <= tol]`` without a q x q matrix.
+
+    One definition of "agree" for observed AND chance agreement (METRICS.md §1: a number
+    agrees within its field's tolerance). Exact categories are the special case
+    ``tol = 0`` with distinct ``x``. ``groups`` keeps categories of different fields apart
+    (a pooled kappa over field-qualified codes). ``apply`` is ``p @ W`` by prefix sums over
+    the values sorted within each group: O(q) per row, whatever the number of values.
+    """
+
+    def __init__(
+        self,
+        values: Sequence[float] | np.ndarray,
+        tolerance: float | Sequence[float] | np.ndarray,
+        groups: Sequence[int] | np.ndarray | None = None,
+    ):
+        x = np.asarray(values, dtype=float)
+        q = len(x)
+        tol = np.broadcast_to(np.asarray(tolerance, dtype=float), (q,)) + 1e-12
+        g = np.zeros(q, dtype=np.int64) if groups is None else np.asarray(groups, dtype=np.int64)
+        self.q, self.x, self.tol, self.g = q, x, tol, g
+        self.order = np.lexsort((x, g))  # by group, then value
+        xs, gs, ts = x[self.order], g[self.order], tol[self.order]
+        lo = np.empty(q, dtype=np.int64)
+        hi = np.empty(q, dtype=np.int64)
+        bounds = np.flatnonzero(np.diff(gs)) + 1
+        for a, b in zip(np.r_[0, bounds], np.r_[bounds, q], strict=True):
+            seg = xs[a:b]
+            lo[a:b] = a + np.searchsorted(seg, seg - ts[a:b], side="left")
+            hi[a:b] = a + np.searchsorted(seg, seg + ts[a:b], side="right")
+        self.lo, self.hi = lo, hi
+
+    def apply(self, p: np.ndarray) -> np.ndarray:
+        """``p @ W`` over the last axis (W is symmetric when the tolerance is per group)."""
+        p = np.asarray(p, dtype=float)
+        ps = p[..., self.order]
+        cs = np.concatenate([np.zeros((*ps.shape[:-1], 1)), np.cumsum(ps, axis=-1)], axis=-1)
+        out = np.empty_like(p)
+        out[..., self.order] = cs[..., self.hi] - cs[..., self.lo]
+        return out
+
+    def pair(self, code_a: np.ndarray, code_b: np.ndarray) -> np.ndarray:
+        """``W[code_a, code_b]`` per decision: the observed agreement of each pair."""
+        same = self.g[code_a] == self.g[code_b]
+        return (same & (np.abs(self.x[code_a] - self.x[code_b]) <= self.tol[code_a])).astype(float)
+
+    def matrix(self) -> np.ndarray:
+        """Dense W (small q only: tests and the kappa family of ``stats``)."""
+        if self.q > MAX_DENSE_WEIGHTS:
+            raise ValueError(f"{self.q} categories: too many for a dense weight matrix")
+        i = np.arange(self.q)
+        return self.pair(np.repeat(i, self.q), np.tile(i, self.q)).reshape(self.q, self.q)
+
+
+Weights = np.ndarray | ToleranceWeights
+
 UNDEFINED_TOL = 1e-12
 """Kappa is undefined (NaN) when chance agreement is within this of 1 (one category)."""
 
@@ -23,24 +83,27 @@ def kappa_from_counts(
     n: Any,
     margin_a: np.ndarray,
     margin_b: np.ndarray,
-    weights: np.ndarray | None = None,
+    weights: Weights | None = None,
 ) -> np.ndarray:
     """Kappa from sums, batched over leading axes: ``(p_o - p_e) / (1 - p_e)``.
 
     ``observed``: (weighted) agreeing decisions; ``n``: decisions; ``margin_a``/``margin_b``
-    (..., q): category counts of each rater. ``weights`` (q x q agreement weights) gives
-    weighted chance agreement (Cohen 1968); without it ``p_e = sum_c p_a(c) p_b(c)``.
+    (..., q): category counts of each rater. ``weights`` (q x q agreement weights, or a
+    ``ToleranceWeights``) gives weighted chance agreement (Cohen 1968); without it
+    ``p_e = sum_c p_a(c) p_b(c)``. ``observed`` must use the same weights: with
+    ``ToleranceWeights`` take it from ``weights.pair`` (``kappa_weights`` does).
     """
     with np.errstate(invalid="ignore", divide="ignore"):
         n_arr = np.asarray(n, dtype=float)
         po = np.asarray(observed, dtype=float) / n_arr
         pa = np.asarray(margin_a, dtype=float) / n_arr[..., None]
         pb = np.asarray(margin_b, dtype=float) / n_arr[..., None]
-        pe = (
-            (pa * pb).sum(-1)
-            if weights is None
-            else np.einsum("...c,ck,...k->...", pa, weights, pb)
-        )
+        if weights is None:
+            pe = (pa * pb).sum(-1)
+        elif isinstance(weights, ToleranceWeights):
+            pe = (pa * weights.apply(pb)).sum(-1)
+        else:
+            pe = np.einsum("...c,ck,...k->...", pa, weights, pb)
         out = (po - pe) / (1 - pe)
     return np.where(np.abs(1 - pe) > UNDEFINED_TOL, out, np.nan)
 
@@ -66,7 +129,7 @@ def kappa_unit_sums(
     return np.column_stack([o_u, n_u, A, B])
 
 
-def kappa_from_sums(S: np.ndarray, q: int, weights: np.ndarray | None = None) -> np.ndarray:
+def kappa_from_sums(S: np.ndarray, q: int, weights: Weights | None = None) -> np.ndarray:
     """Kappa of rows of summed ``kappa_unit_sums`` features (B x (2 + 2q))."""
     S = np.atleast_2d(S)
     return kappa_from_counts(S[:, 0], S[:, 1], S[:, 2 : 2 + q], S[:, 2 + q :], weights)
@@ -92,3 +155,18 @@ def _key(x: Any) -> Any:
     if isinstance(x, dict):
         return tuple(sorted((k, _key(v)) for k, v in x.items()))
     return x
+
+
+def kappa_weights(
+    a: Sequence[Any], b: Sequence[Any], tolerance: float
+) -> tuple[np.ndarray, np.ndarray, int, ToleranceWeights, np.ndarray]:
+    """Codes, weights and per-decision agreement for two raters' NUMBERS with a tolerance:
+    ``(code_a, code_b, q, weights, agree)``; pass ``agree`` to ``kappa_unit_sums`` and
+    ``weights`` to ``kappa_from_sums`` so observed and chance agreement use one definition
+    (|x - y| <= tolerance), as the field type's ``agree`` does."""
+    x = np.concatenate([np.asarray(a, dtype=float), np.asarray(b, dtype=float)])
+    values, inv = np.unique(x, return_inverse=True)
+    inv = inv.ravel()
+    ca, cb = inv[: len(a)], inv[len(a) :]
+    w = ToleranceWeights(values, tolerance)
+    return ca, cb, len(values), w, w.pair(ca, cb)

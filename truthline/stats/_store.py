@@ -121,4 +121,7 @@ def ratings_from_store(
             "parents": [unit_parent.get(u) for u in units],
         }
     )
+    tol = getattr(getattr(ft, "spec", None), "tolerance", None)
+    if level in ("interval", "ratio") and tol:
+        r.meta["tolerance"] = float(tol)  # the kappa family agrees within it (METRICS §1)
     return r, ft
