@@ -25,6 +25,9 @@ class CannedBackend(Backend):
 
     max_concurrency = 1
 
+    def worst_case_tokens(self, request):
+        return 1, 1  # what it bills at most: the budget reserves $1 per request below
+
     async def complete(self, request):
         key = request.context["key"]
         CALLS.append(key)
@@ -117,7 +120,7 @@ def test_resume_does_not_repeat_answered_requests(bench_ws):
     CANNED["_truth"] = {keys[i]: _answer(t) for i, t in items}
     CALLS.clear()
     # $1 per request and a $5 budget: the run stops part-way, like a killed run
-    cfg = RunConfig(models=["canned:x;price_in=1000000"], concurrency=1, max_cost=5.0)
+    cfg = RunConfig(models=["canned:x;price_in=1000000;price_out=0"], concurrency=1, max_cost=5.0)
     man = run_benchmark(ws.store, project, cfg, progress=False)
     assert man["status"] == "partial"
     first = len(CALLS)
@@ -129,14 +132,17 @@ def test_resume_does_not_repeat_answered_requests(bench_ws):
     man2 = run_benchmark(
         ws.store,
         project,
-        RunConfig(models=["canned:x;price_in=1000000"], concurrency=1),
+        RunConfig(models=["canned:x;price_in=1000000;price_out=0"], concurrency=1),
         progress=False,
     )
     assert man2["run_id"] == man["run_id"] and man2["status"] == "done"
     assert len(CALLS) == 16  # the 5 answered requests were never asked again
     assert sorted(CALLS) == sorted(set(CALLS))
     man3 = run_benchmark(
-        ws.store, project, RunConfig(models=["canned:x;price_in=1000000"]), progress=False
+        ws.store,
+        project,
+        RunConfig(models=["canned:x;price_in=1000000;price_out=0"]),
+        progress=False,
     )
     assert len(CALLS) == 16 and len(man3["resumed_at"]) == 2
     entry = next(iter(man3["entries"].values()))

@@ -8,11 +8,13 @@ import time
 import pytest
 from sqlalchemy import func, select
 
+from truthline.errors import TruthlineError
 from truthline.models import (
     INFRA_MISSING,
     MODEL_FAILURE,
     NOT_RUN,
     PARSED,
+    EndpointFailingError,
     ModelRequest,
     RetryPolicy,
     run_requests,
@@ -137,26 +139,95 @@ def test_cache_key_covers_settings_prompt_and_images(stub, tiny, images, store):
     assert len(stub.log) == 3  # the duplicate in one batch is asked once
 
 
-def test_max_cost_stops_cleanly(stub, tiny, images, store):
+def test_max_cost_is_a_hard_cap_under_concurrency(stub, tiny, images, store):
+    """Each request's worst case is reserved before it is sent: 8 parallel workers can
+    no longer overshoot the cap by concurrency x price (they spent 8 answers' worth)."""
     stub.answer = lambda body: GOOD
     reqs = [req(tiny, images, f"m{i}", i) for i in range(10)]
+    priced = spec(stub, ";price_in=1000;price_out=1000;image_tokens=100")
+    from truthline.models import get_backend
+
+    tin, tout = get_backend(priced).worst_case_tokens(reqs[0])
+    assert tout == 64 and tin > 100
+    reserve = (tin + tout) * 1000 / 1e6
+    cap = 1.6 * reserve  # room for one reservation at a time
     res = run_requests(
-        store,
-        spec(stub, ";price_in=100000;price_out=100000"),
-        reqs,
-        concurrency=1,
-        max_cost=3.0,
-        progress=False,
-        policy=FAST,
+        store, priced, reqs, concurrency=8, max_cost=cap, progress=False, policy=FAST
     )
     done = [r for r in res if r.status == PARSED]
-    assert done and len(done) < 10
-    assert all(r.status == NOT_RUN and r.reason == "budget" for r in res[len(done) :])
     spent = sum(r.cost_usd for r in done)
-    assert spent >= 3.0 and spent - done[-1].cost_usd < 3.0
+    assert done and spent <= cap, (len(done), spent, cap)
     assert len(stub.log) == len(done)
-    cost = done[0].tokens_in * 0.1 + (done[0].tokens_out + done[0].tokens_thinking) * 0.1
+    assert all(r.status == NOT_RUN and r.reason == "budget" for r in res if r not in done)
+    cost = done[0].tokens_in * 1e-3 + (done[0].tokens_out + done[0].tokens_thinking) * 1e-3
     assert done[0].cost_usd == pytest.approx(cost)
+
+
+def test_max_cost_zero_sends_nothing_and_unknown_prices_are_refused(stub, tiny, images, store):
+    stub.answer = lambda body: GOOD
+    reqs = [req(tiny, images, f"z{i}", i) for i in range(4)]
+    priced = spec(stub, ";price_in=1;price_out=1")
+    res = run_requests(store, priced, reqs, concurrency=4, max_cost=0, progress=False)
+    assert len(stub.log) == 0
+    assert [r.status for r in res] == [NOT_RUN] * 4 and {r.reason for r in res} == {"budget"}
+    # a model missing from the price table: a budget cannot be kept, so it is refused
+    with pytest.raises(TruthlineError, match="price_in=USD;price_out=USD"):
+        run_requests(store, spec(stub), reqs, max_cost=5.0, progress=False)
+    assert len(stub.log) == 0
+    # without a budget it runs (and records cost 0)
+    res = run_requests(store, spec(stub), reqs[:1], progress=False, policy=FAST)
+    assert res[0].status == PARSED and res[0].cost_usd == 0.0
+
+
+def test_identical_requests_each_get_their_answer(stub, tiny, images, store):
+    """Byte-identical prompt and media: one call, but on_result / persist see every
+    request (items sharing a request used to get no row at all)."""
+    stub.answer = lambda body: GOOD
+    reqs = [req(tiny, images, "same") for _ in range(5)]
+    for i, r in enumerate(reqs):
+        r.item_id = None
+        r.context = {"n": i}
+    seen: list[int] = []
+    persisted: list[int] = []
+
+    def persist(conn, jobs) -> None:
+        persisted.extend(q.context["n"] for j in jobs for q in j.requests)
+
+    res = run_requests(
+        store,
+        spec(stub),
+        reqs,
+        progress=False,
+        policy=FAST,
+        on_result=lambda q, r: seen.append(q.context["n"]),
+        persist=persist,
+    )
+    assert len(stub.log) == 1 and len({r.response_id for r in res}) == 1
+    assert sorted(seen) == sorted(persisted) == [0, 1, 2, 3, 4]
+
+
+def test_endpoint_down_or_key_rejected_stops_the_run(stub, tiny, images, store):
+    stub.cases = {"auth": ["401"]}
+    reqs = [req(tiny, images, "auth", i) for i in range(30)]
+    for i, r in enumerate(reqs):
+        r.user += f" #{i}"
+    with pytest.raises(EndpointFailingError, match=r"5 consecutive failures \(http_401"):
+        run_requests(
+            store, spec(stub), reqs, concurrency=1, progress=False, policy=FAST, max_failures=5
+        )
+    assert len(stub.log) == 5, "it stops asking"
+    with store.begin() as conn:  # what was answered (the failures) is stored
+        assert conn.execute(select(func.count()).select_from(tables.responses)).scalar() == 5
+    down = [req(tiny, images, f"d{i}", i) for i in range(12)]
+    with pytest.raises(EndpointFailingError, match="connection"):
+        run_requests(
+            store,
+            "openai:m@http://127.0.0.1:9/v1",
+            down,
+            concurrency=2,
+            progress=False,
+            policy=FAST,
+        )
 
 
 def test_field_errors_do_not_zero_siblings(stub, tiny, images, store):

@@ -2,9 +2,11 @@
 
 One run = one id holding any number of (model, variant, condition, control) entries.
 Answers come from ``truthline.models.run_requests`` (one cache, retries, failure
-accounting, cost); every scored answer is written to ``run_results`` as it arrives, so a
-run killed mid-way resumes: rows already scored are skipped and cached answers are never
-re-asked.
+accounting, cost); every scored answer is written to ``run_results`` as it arrives (by the
+runner's writer thread, right after the answer's own commit), so a run killed mid-way
+resumes: rows already scored are skipped and cached answers are never re-asked. Ctrl-C
+or SIGTERM closes the run as partial and raises ``RunInterrupted``; an endpoint that
+keeps failing raises ``EndpointFailingError`` (both ``TruthlineError``: exit 1).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import and_, delete, select
+from sqlalchemy import select
 
 from truthline import __version__
 from truthline.benchmark._baselines import support_of
@@ -43,6 +45,8 @@ class RunConfig:
     concurrency: int = 8
     max_cost: float | None = None
     retry_missing: bool = False
+    max_failures: int | None = 5
+    """Consecutive unfixable failures (endpoint down, key rejected) that stop the run."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -185,7 +189,7 @@ def run_benchmark(
     store: Store, project: Project, cfg: RunConfig, *, progress: bool = True
 ) -> dict[str, Any]:
     """Run (or resume) a benchmark; returns the run's manifest."""
-    from truthline.models import parse_model_spec, run_requests
+    from truthline.models import EndpointFailingError, parse_model_spec, run_requests
 
     if cfg.condition not in CONDITIONS:
         raise TruthlineError(f"unknown condition {cfg.condition!r} (use base or gt)")
@@ -235,46 +239,68 @@ def run_benchmark(
         )
         prompt_hashes = sorted({json_hash([r.system, r.user]) for r in reqs})
 
-        def on_result(
-            req: Any,
-            res: Any,
-            _alias: str = alias,
-            _variant: str = variant,
-            _by_id: dict[int, GoldItem] = by_id,
-        ) -> None:
-            if res.status == "not_run":
-                return
-            it = _by_id[req.item_id]
-            _write_result(store, run_id, _alias, _variant, cfg, project, it, res, targets)
-
-        results = run_requests(
-            store,
-            spec,
-            reqs,
-            concurrency=cfg.concurrency,
-            max_cost=cfg.max_cost,
-            retry_missing=cfg.retry_missing,
-            progress=progress,
-            on_result=on_result,
-        )
+        persist = _ResultWriter(run_id, alias, variant, cfg, project, by_id, targets)
+        try:
+            results = run_requests(
+                store,
+                spec,
+                reqs,
+                concurrency=cfg.concurrency,
+                max_cost=cfg.max_cost,
+                retry_missing=cfg.retry_missing,
+                progress=progress,
+                persist=persist,
+                max_failures=cfg.max_failures,
+            )
+        except EndpointFailingError:  # the endpoint kept failing: close the run as partial
+            manifest["entries"].setdefault(
+                f"{alias}|{variant}|{cfg.condition}|{cfg.control}",
+                _entry(alias, spec, variant, cfg, prompt_hashes),
+            )["not_run"] = len(reqs)
+            _close_run(store, run_id, manifest)
+            raise
         entry_key = f"{alias}|{variant}|{cfg.condition}|{cfg.control}"
-        entry = manifest["entries"].get(entry_key) or {
-            "model": alias,
-            "spec": spec.text,
-            "kind": spec.kind,
-            "variant": variant,
-            "condition": cfg.condition,
-            "control": cfg.control,
-            "prompt_hashes": [],
-            "started_at": now().isoformat(),
-        }
+        entry = manifest["entries"].get(entry_key) or _entry(alias, spec, variant, cfg, [])
         entry["prompt_hashes"] = sorted(set(entry["prompt_hashes"]) | set(prompt_hashes))
         entry["settings"] = reqs[0].settings if reqs else entry.get("settings")
         entry["simulated"] = any(r.simulated for r in results) or entry.get("simulated", False)
         entry["not_run"] = sum(r.status == "not_run" for r in results)
         manifest["entries"][entry_key] = entry
+        stop = next((r.reason for r in results if r.status == "not_run"), None)
+        if stop in ("interrupted", "terminated"):
+            _close_run(store, run_id, manifest)
+            raise RunInterrupted(
+                f"benchmark run {run_id} {stop}: scored answers are stored; rerun the same "
+                "command to resume",
+                stop,
+            )
     _close_run(store, run_id, manifest)
     return load_manifest(store, run_id)
+
+
+class RunInterrupted(TruthlineError):
+    """Ctrl-C or SIGTERM stopped a benchmark run; what was answered is stored and scored
+    (the run is closed as partial). ``reason``: ``interrupted`` or ``terminated``."""
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason
+        self.exit_code = 130 if reason == "interrupted" else 143
+
+
+def _entry(
+    alias: str, spec: Any, variant: str, cfg: RunConfig, prompt_hashes: list[str]
+) -> dict[str, Any]:
+    return {
+        "model": alias,
+        "spec": spec.text,
+        "kind": spec.kind,
+        "variant": variant,
+        "condition": cfg.condition,
+        "control": cfg.control,
+        "prompt_hashes": list(prompt_hashes),
+        "started_at": now().isoformat(),
+    }
 
 
 def _open_run(
@@ -317,8 +343,10 @@ def _open_run(
             "entries": {},
         }
         ts = now()
-        conn.execute(
-            t.insert().values(
+        from truthline.models._upsert import insert_ignore
+
+        conn.execute(  # a concurrent run of the same command may have just created it
+            insert_ignore(conn.dialect.name, t, ["id"]).values(
                 id=run_id,
                 project=project.name,
                 manifest=manifest,
@@ -349,53 +377,74 @@ def _done_items(
     return {int(x[0]) for x in rows}
 
 
-def _write_result(
-    store: Store,
-    run_id: str,
-    model: str,
-    variant: str,
-    cfg: RunConfig,
-    project: Project,
-    it: GoldItem,
-    res: Any,
-    targets: list[str],
-) -> None:
-    scores: dict[str, Any] | None = None
-    if res.status in ("parsed", "model_failure"):
-        values = res.values if res.status == "parsed" else None
-        conf = project.benchmark.confidence_field
-        scores = score_answer(project, it.values, it.provenance, values, targets, conf)
-        scores["confidence"] = (values or {}).get(conf) if conf else None
-        scores["reason"] = res.reason
-        scores["field_errors"] = res.field_errors
-        scores["cost_usd"] = res.cost_usd
-        scores["tokens"] = [res.tokens_in, res.tokens_out, res.tokens_thinking]
-    else:
-        scores = {"reason": res.reason}
-    r = tables.run_results
-    key = and_(
-        r.c.run_id == run_id,
-        r.c.model == model,
-        r.c.item_id == it.item_id,
-        r.c.variant == variant,
-        r.c.condition == cfg.condition,
-        r.c.control == cfg.control,
-    )
-    with store.begin() as conn:
-        conn.execute(delete(r).where(key))
-        conn.execute(
-            r.insert().values(
-                run_id=run_id,
-                model=model,
-                item_id=it.item_id,
-                variant=variant,
-                condition=cfg.condition,
-                control=cfg.control,
-                response_id=res.response_id or None,
-                status=res.status,
-                scores=scores,
-            )
+class _ResultWriter:
+    """Scores answers and writes their ``run_results`` rows (the runner's ``persist``:
+    in its writer thread, right after the answers' commit, one group per transaction).
+    An upsert on the result's key, so a rerun or a concurrent run replaces, never
+    duplicates or crashes."""
+
+    def __init__(
+        self,
+        run_id: str,
+        model: str,
+        variant: str,
+        cfg: RunConfig,
+        project: Project,
+        by_id: dict[int, GoldItem],
+        targets: list[str],
+    ):
+        self.run_id = run_id
+        self.model = model
+        self.variant = variant
+        self.cfg = cfg
+        self.project = project
+        self.by_id = by_id
+        self.targets = targets
+
+    def __call__(self, conn: Any, jobs: list[Any]) -> None:
+        from truthline.models._upsert import insert_or_update
+
+        rows: dict[int, dict[str, Any]] = {}
+        for job in jobs:
+            res = job.result
+            if res.status == "not_run":
+                continue
+            for req in job.requests:
+                it = self.by_id.get(req.item_id)
+                if it is None:
+                    continue
+                rows[it.item_id] = dict(
+                    run_id=self.run_id,
+                    model=self.model,
+                    item_id=it.item_id,
+                    variant=self.variant,
+                    condition=self.cfg.condition,
+                    control=self.cfg.control,
+                    response_id=res.response_id or None,
+                    status=res.status,
+                    scores=_scores(self.project, it, res, self.targets),
+                )
+        if not rows:
+            return
+        keys = ["run_id", "model", "item_id", "variant", "condition", "control"]
+        stmt = insert_or_update(
+            conn.dialect.name, tables.run_results, keys, ["response_id", "status", "scores"]
         )
+        conn.execute(stmt, list(rows.values()))
+
+
+def _scores(project: Project, it: GoldItem, res: Any, targets: list[str]) -> dict[str, Any]:
+    if res.status not in ("parsed", "model_failure"):
+        return {"reason": res.reason}
+    values = res.values if res.status == "parsed" else None
+    conf = project.benchmark.confidence_field
+    scores = score_answer(project, it.values, it.provenance, values, targets, conf)
+    scores["confidence"] = (values or {}).get(conf) if conf else None
+    scores["reason"] = res.reason
+    scores["field_errors"] = res.field_errors
+    scores["cost_usd"] = res.cost_usd
+    scores["tokens"] = [res.tokens_in, res.tokens_out, res.tokens_thinking]
+    return scores
 
 
 def _close_run(store: Store, run_id: str, manifest: dict[str, Any]) -> None:

@@ -6,7 +6,7 @@ Prefill and benchmark both call ``run_requests``; nothing else talks to a model.
 
 from truthline.models._check import check_model
 from truthline.models._images import data_url, encode_image, image_hash
-from truthline.models._prices import PRICES, Price, price_for, register_price
+from truthline.models._prices import PRICES, Price, price_for, price_known, register_price
 from truthline.models._prompt import default_settings, item_requests, render_prompt
 from truthline.models._registry import (
     Backend,
@@ -32,10 +32,12 @@ from truthline.models._types import (
     NOT_RUN,
     PARSED,
     Completion,
+    EndpointFailingError,
     InfraError,
     ModelRequest,
     ModelResult,
 )
+from truthline.models._writer import Job
 
 __all__ = [
     "INFRA_MISSING",
@@ -46,8 +48,10 @@ __all__ = [
     "Backend",
     "Completion",
     "Detection",
+    "EndpointFailingError",
     "FrameRef",
     "InfraError",
+    "Job",
     "ModelRequest",
     "ModelResult",
     "ModelSpec",
@@ -66,6 +70,7 @@ __all__ = [
     "item_requests",
     "parse_model_spec",
     "price_for",
+    "price_known",
     "register_price",
     "registered_backends",
     "render_prompt",

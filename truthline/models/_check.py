@@ -50,7 +50,9 @@ def check_model(spec_text: str, *, context: dict[str, Any] | None = None) -> dic
     try:
         comp = asyncio.run(go())
     except InfraError as exc:
-        hint = _HINTS.get(exc.reason, exc.detail or "").format(url=spec.url or "api.openai.com")
+        hint = _HINTS.get(exc.reason, exc.detail or "").format(
+            url=spec.safe_url or "api.openai.com"
+        )
         raise TruthlineError(f"model {spec.alias}: {exc.reason}: {hint}") from None
     status, reason, values, _ = classify(req.fields, comp)
     return {

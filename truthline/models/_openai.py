@@ -130,6 +130,8 @@ def _request_options() -> Any:
 
 @backend("openai")
 class OpenAIBackend(Backend):
+    paid = True
+
     def __init__(self, spec):
         super().__init__(spec)
         self._key = api_key(spec)
@@ -176,7 +178,7 @@ class OpenAIBackend(Backend):
         )
 
     def describe(self) -> str:
-        return f"{self.spec.alias} at {self.spec.url or 'https://api.openai.com/v1'}"
+        return f"{self.spec.alias} at {self.spec.safe_url or 'https://api.openai.com/v1'}"
 
     async def aclose(self) -> None:
         if self._client is not None:

@@ -42,6 +42,14 @@ def register_price(model: str, input_per_m: float, output_per_m: float) -> None:
     PRICES[model] = Price(input_per_m, output_per_m)
 
 
+def price_known(spec: ModelSpec) -> bool:
+    """Whether the spec's prices are declared (table entry, or both price options): a
+    budget needs them; an unknown price would make every answer look free."""
+    if spec.kind == "openai" and spec.name in PRICES:
+        return True
+    return spec.opt("price_in") is not None and spec.opt("price_out") is not None
+
+
 def price_for(spec: ModelSpec) -> Price:
     """The spec's own price options, else the table entry for an OpenAI model, else free."""
     table = PRICES.get(spec.name) if spec.kind == "openai" else None

@@ -46,6 +46,9 @@ class Backend:
     batch_size: int = 1
     max_concurrency: int | None = None
     """Cap on parallel calls regardless of the runner's concurrency (local models: 1)."""
+    paid: ClassVar[bool] = False
+    """Calls cost money (a remote API): a budget then needs declared prices. Local,
+    simulated, scripted and rule backends are free."""
 
     def __init__(self, spec: ModelSpec):
         self.spec = spec
@@ -76,6 +79,18 @@ class Backend:
             except InfraError as exc:
                 out.append(exc)
         return out
+
+    def worst_case_tokens(self, request: ModelRequest) -> tuple[int, int]:
+        """``(prompt, output)`` tokens a request can cost at most, for the budget's
+        reservation: one token per UTF-8 byte of text (no tokenizer makes more), a
+        high-detail image at its largest tiling (``image_tokens`` option, default 1445),
+        and the output cap (``max_tokens``, else 16384)."""
+        text = sum(len((t or "").encode()) for t in (request.system, request.user)) + 16
+        policy = request.settings.get("image_policy") or {}
+        per_image = 85 if policy.get("detail") == "low" else 1445
+        per_image = self.spec.opt_int("image_tokens", per_image)
+        out = request.settings.get("max_tokens") or 16384
+        return text + per_image * len(request.images), int(out)
 
     def detect(self, frames: Sequence[FrameRef]) -> list[list[Detection]]:
         raise TruthlineError(f"{self.spec.alias} is not a detector (kind {self.kind!r})")

@@ -24,9 +24,10 @@ from typing import Any
 
 from sqlalchemy import select
 
-from truthline.errors import AnswerFormatError
+from truthline.errors import AnswerFormatError, TruthlineError
 from truthline.fields import parse_fields, parse_json_answer
 from truthline.models._images import image_hash
+from truthline.models._prices import price_known
 from truthline.models._registry import Backend, get_backend
 from truthline.models._spec import ModelSpec, parse_model_spec
 from truthline.models._types import (
@@ -35,11 +36,12 @@ from truthline.models._types import (
     NOT_RUN,
     PARSED,
     Completion,
+    EndpointFailingError,
     InfraError,
     ModelRequest,
     ModelResult,
 )
-from truthline.models._writer import ResponseWriter
+from truthline.models._writer import Job, Persist, ResponseWriter
 from truthline.store import json_hash, now, tables
 
 _REFUSAL = re.compile(
@@ -134,6 +136,11 @@ def cached_results(store: Any, keys: Sequence[str]) -> dict[str, ModelResult]:
     return out
 
 
+_FATAL = frozenset({"connection", "http_401", "http_403", "http_404"})
+"""Infrastructure failures that no retry fixes (endpoint down, key rejected, wrong URL):
+``max_failures`` of them in a row stop the run."""
+
+
 class _Run:
     def __init__(
         self,
@@ -144,6 +151,7 @@ class _Run:
         policy: RetryPolicy,
         max_cost: float | None,
         on_result: Callable | None,
+        max_failures: int | None = None,
     ):
         self.store = store
         self.be = be
@@ -152,18 +160,54 @@ class _Run:
         self.policy = policy
         self.max_cost = max_cost
         self.on_result = on_result
+        self.max_failures = max_failures
         self.spent = 0.0
+        self.reserved = 0.0
+        self.held: dict[int, tuple[float, int]] = {}
+        self.scale = 1.0
+        self.settled = asyncio.Event()
         self.failures = 0
+        self.consecutive = 0
+        self.last_failure = ""
         self.stop_reason: str | None = None
         self.results: dict[int, ModelResult] = {}
+        self.dups: dict[int, list[int]] = {}
         self.existing: dict[str, int] = {}
         self.price = be.price
         self.bar: Any = None
         self.task: Any = None
         self.writer: Any = None
-        self.unreported: dict[int, tuple[ModelResult, asyncio.Future]] = {}
+        self.unreported: dict[int, tuple[Job, asyncio.Future]] = {}
         self.max_unreported = 256
         self.error: BaseException | None = None
+
+    # -- budget --------------------------------------------------------------------------
+    async def reserve(self, i: int) -> bool:
+        """Hold the worst-case cost of request ``i`` before it is sent, so that answers
+        in flight can never take the run past ``max_cost``; False: it does not fit."""
+        if self.max_cost is None:
+            return not self.stop_reason
+        tin, tout = self.be.worst_case_tokens(self.reqs[i])
+        est = self.price.cost(int(tin * self.scale), tout)
+        while not self.stop_reason:
+            if self.spent + self.reserved + est <= self.max_cost + 1e-12:
+                self.reserved += est
+                self.held[i] = (est, tin)
+                return True
+            if self.reserved <= 0:  # nothing in flight will free budget: it is spent
+                self.stop_reason = "budget"
+                break
+            await self.settled.wait()  # an answer in flight settles its reservation
+        return False
+
+    def settle(self, i: int, cost: float, tokens_in: int) -> None:
+        est, tin = self.held.pop(i, (0.0, 0))
+        self.reserved = max(0.0, self.reserved - est)
+        if tin and tokens_in > tin * self.scale:  # the estimate was short: hold more
+            self.scale = tokens_in / tin
+        self.spent += cost
+        self.settled.set()
+        self.settled = asyncio.Event()
 
     # -- store ---------------------------------------------------------------------------
     def submit(
@@ -227,24 +271,40 @@ class _Run:
             simulated=self.be.simulated,
         )
         # the money is spent when the answer arrives: the budget counts it now
-        self.spent += cost
-        if self.max_cost is not None and self.spent >= self.max_cost and not self.stop_reason:
-            self.stop_reason = "budget"
-        fut = self.writer.submit(row, self.existing.get(key))
-        self.unreported[i] = (res, fut)
+        self.settle(i, cost, tin)
+        self.count_failure(out)
+        job = Job(res, [req] + [self.reqs[j] for j in self.dups.get(i, [])])
+        fut = self.writer.submit(row, self.existing.get(key), job)
+        self.unreported[i] = (job, fut)
         return fut
 
-    def report(self, i: int, rid: int) -> None:
+    def count_failure(self, out: Completion | InfraError) -> None:
+        """Consecutive unfixable failures (endpoint down, key rejected) stop the run."""
+        if not isinstance(out, InfraError) or out.reason not in _FATAL:
+            self.consecutive = 0
+            return
+        self.consecutive += 1
+        self.last_failure = str(out)
+        if self.max_failures and self.consecutive >= self.max_failures and not self.stop_reason:
+            self.stop_reason = "failing"
+
+    def report(self, i: int) -> None:
         """Account for and announce a committed answer (never before its commit)."""
-        res, _ = self.unreported.pop(i)
-        res.response_id = int(rid)
-        self.results[i] = res
-        if res.status != PARSED:
-            self.failures += 1
-        if self.on_result is not None:
-            self.on_result(self.reqs[i], res)
+        job, _ = self.unreported.pop(i)
+        res = job.result
+        for j in [i, *self.dups.get(i, [])]:
+            self.results[j] = res
+            if res.status != PARSED:
+                self.failures += 1
+            if self.on_result is not None:
+                self.on_result(self.reqs[j], res)
         if self.bar is not None:
-            self.bar.update(self.task, advance=1, failures=self.failures, cost=self.spent)
+            self.bar.update(
+                self.task,
+                advance=1 + len(self.dups.get(i, [])),
+                failures=self.failures,
+                cost=self.spent,
+            )
 
     def committed(self, i: int, fut: asyncio.Future) -> None:
         """Done-callback of a row's commit: report it, or stop the run on an error (the
@@ -257,15 +317,15 @@ class _Run:
             self.stop_reason = "error"
             return
         try:
-            self.report(i, fut.result())
+            self.report(i)
         except BaseException as err:  # an on_result callback failed: stop, re-raise later
             self.error = self.error or err
             self.stop_reason = "error"
 
     # -- calls ---------------------------------------------------------------------------
     async def call(self, batch: list[int]) -> None:
-        attempts = dict.fromkeys(batch, 0)
-        pending = batch
+        pending = [i for i in batch if await self.reserve(i)]
+        attempts = dict.fromkeys(pending, 0)
         while pending:
             for i in pending:
                 attempts[i] += 1
@@ -332,29 +392,42 @@ async def arun_requests(
     policy: RetryPolicy | None = None,
     on_result: Callable[[ModelRequest, ModelResult], None] | None = None,
     backend: Backend | None = None,
+    persist: Persist | None = None,
+    max_failures: int | None = 5,
 ) -> list[ModelResult]:
     """The async form of ``run_requests`` (for callers already inside an event loop)."""
     ms = parse_model_spec(spec) if isinstance(spec, str) else spec
     be = backend or get_backend(ms)
+    if max_cost is not None and be.paid and not price_known(ms):
+        raise TruthlineError(
+            f"model {ms.alias}: --max-cost needs its prices and {ms.name!r} is not in the price "
+            "table; add ;price_in=USD;price_out=USD (per million tokens) to the model spec"
+        )
     be.bind(store)
     keys = [request_key(ms, r, reads_context=be.reads_context) for r in requests]
     have = cached_results(store, [k[0] for k in keys])
     results: list[ModelResult | None] = [None] * len(requests)
     first: dict[str, int] = {}
     todo: list[int] = []
-    dup: list[int] = []
-    run = _Run(store, be, requests, keys, policy or RetryPolicy(), max_cost, on_result)
+    run = _Run(
+        store, be, requests, keys, policy or RetryPolicy(), max_cost, on_result, max_failures
+    )
+    loop = asyncio.get_running_loop()
+    run.writer = ResponseWriter(store, loop, persist=persist)
+    healed: list[asyncio.Future] = []
     for i, (key, _, _) in enumerate(keys):
         old = have.get(key)
         if old is not None and not (retry_missing and old.status == INFRA_MISSING):
             results[i] = old
+            if persist is not None:  # its prediction / result row (heals a crash between)
+                healed.append(run.writer.submit(None, None, Job(old, [requests[i]])))
             if on_result is not None:
                 on_result(requests[i], old)
             continue
         if old is not None:
             run.existing[key] = old.response_id
-        if key in first:
-            dup.append(i)
+        if key in first:  # an identical request: one call, but every item gets its row
+            run.dups.setdefault(first[key], []).append(i)
             continue
         first[key] = i
         todo.append(i)
@@ -362,14 +435,7 @@ async def arun_requests(
     queue: asyncio.Queue = asyncio.Queue()
     for i in todo:
         queue.put_nowait(i)
-    loop = asyncio.get_running_loop()
-    sigint = False
-    if threading.current_thread() is threading.main_thread():
-        try:
-            loop.add_signal_handler(signal.SIGINT, _interrupt, run)
-            sigint = True
-        except (NotImplementedError, RuntimeError):
-            pass
+    handled = _catch_signals(loop, run)
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -388,11 +454,11 @@ async def arun_requests(
         TextColumn("${task.fields[cost]:.4f}"),
     ]
     n_workers = min(max(1, concurrency), be.max_concurrency or concurrency, max(1, len(todo)))
-    run.writer = ResponseWriter(store, loop)
+    total = len(todo) + sum(len(v) for v in run.dups.values())
     try:
         with Progress(*cols, disable=not progress or not todo, transient=False) as bar:
             run.bar = _RateBar(bar)
-            run.task = bar.add_task(f"{ms.alias}", total=len(todo), failures=0, cost=0.0, rate="")
+            run.task = bar.add_task(f"{ms.alias}", total=total, failures=0, cost=0.0, rate="")
             workers = [asyncio.create_task(run.worker(queue)) for _ in range(n_workers)]
             try:
                 await asyncio.gather(*workers)
@@ -408,18 +474,26 @@ async def arun_requests(
                 for i, (_, fut) in sorted(run.unreported.items()):
                     if fut.done():  # committed while its worker was cancelled
                         run.committed(i, fut)
+            for fut in healed:
+                if fut.exception() is not None:
+                    run.error = run.error or fut.exception()
             if run.error is not None:
                 raise run.error
     finally:
-        if sigint:
-            loop.remove_signal_handler(signal.SIGINT)
+        for sig, old_handler in handled.items():
+            loop.remove_signal_handler(sig)
+            signal.signal(sig, old_handler)
         await be.aclose()
     for i, done in run.results.items():
         results[i] = done
-    for i in dup:
-        src = run.results.get(first[keys[i][0]])
-        if src is not None:
-            results[i] = src
+    if run.stop_reason == "failing":
+        n_missing = sum(r.status == INFRA_MISSING for r in run.results.values())
+        raise EndpointFailingError(
+            f"model {ms.alias}: stopped after {run.consecutive} consecutive failures "
+            f"({run.last_failure}); {n_missing} stored as infra_missing, "
+            f"{sum(r is None for r in results)} not sent. Fix the endpoint or key "
+            "(`truthline models check SPEC`), then rerun with --retry-missing"
+        )
     out: list[ModelResult] = []
     for i, maybe in enumerate(results):
         res = maybe
@@ -435,6 +509,22 @@ async def arun_requests(
                 simulated=be.simulated,
             )
         out.append(res)
+    return out
+
+
+def _catch_signals(loop: asyncio.AbstractEventLoop, run: _Run) -> dict[int, Any]:
+    """Ctrl-C and SIGTERM stop the run the same way (in-flight answers committed);
+    returns the previous handlers to restore. Only the main thread can set them."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    out: dict[int, Any] = {}
+    for sig, reason in ((signal.SIGINT, "interrupted"), (signal.SIGTERM, "terminated")):
+        try:
+            old = signal.getsignal(sig)
+            loop.add_signal_handler(sig, _interrupt, run, reason)
+            out[sig] = old
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
     return out
 
 
@@ -460,9 +550,10 @@ class _RateBar:
         )
 
 
-def _interrupt(run: _Run) -> None:
-    """First Ctrl-C: stop starting requests and cancel the in-flight ones (never stored)."""
-    run.stop_reason = "interrupted"
+def _interrupt(run: _Run, reason: str = "interrupted") -> None:
+    """First Ctrl-C (or SIGTERM): stop starting requests and cancel the in-flight ones
+    (never stored); everything already answered is committed before the run returns."""
+    run.stop_reason = run.stop_reason or reason
     for task in asyncio.all_tasks():
         if task is not asyncio.current_task():
             task.cancel()
@@ -480,13 +571,26 @@ def run_requests(
     policy: RetryPolicy | None = None,
     on_result: Callable[[ModelRequest, ModelResult], None] | None = None,
     backend: Backend | None = None,
+    persist: Persist | None = None,
+    max_failures: int | None = 5,
 ) -> list[ModelResult]:
     """Run requests through one model; results align with ``requests``.
 
     Cached answers come back with ``cached=True`` and are not re-asked; ``retry_missing``
-    re-sends only requests whose stored outcome is ``infra_missing``. ``max_cost`` (USD)
-    stops starting new requests once this run has spent it; unsent requests come back
-    as ``not_run`` with reason ``budget`` (or ``interrupted`` after Ctrl-C).
+    re-sends only requests whose stored outcome is ``infra_missing``. Identical requests
+    (same model, settings, prompt, images) are sent once and every one of them gets the
+    answer (and its ``on_result`` / ``persist`` call).
+
+    ``max_cost`` (USD) is a hard cap: each request's worst-case cost is reserved before
+    it is sent and settled with its real usage, so the run never spends more; 0 sends
+    nothing to a paid model, and a paid model without declared prices is refused
+    (``TruthlineError``). Unsent requests come back as ``not_run`` with reason
+    ``budget`` (``interrupted`` after Ctrl-C, ``terminated`` after SIGTERM).
+
+    ``persist(conn, jobs)`` runs in the writer thread right after the answers' commit
+    (a prediction or result row per request). ``max_failures`` consecutive unfixable
+    failures (connection refused, HTTP 401/403/404) stop the run with
+    ``EndpointFailingError`` once everything answered is committed (None: never).
     """
     coro = arun_requests(
         store,
@@ -499,6 +603,8 @@ def run_requests(
         policy=policy,
         on_result=on_result,
         backend=backend,
+        persist=persist,
+        max_failures=max_failures,
     )
     try:
         asyncio.get_running_loop()
@@ -540,6 +646,7 @@ def results_summary(results: Sequence[ModelResult]) -> dict[str, Any]:
 
 
 __all__ = [
+    "EndpointFailingError",
     "RetryPolicy",
     "arun_requests",
     "cached_results",

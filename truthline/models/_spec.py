@@ -17,7 +17,9 @@ Examples::
 
 Options every backend understands: ``alias`` (the name stored as model version; default
 ``KIND:NAME``), ``price_in`` / ``price_out`` (USD per million tokens, overriding the
-declared price table). The alias never contains the URL or a key.
+declared price table). The alias never contains the URL or a key; a password inside
+the URL (``http://user:PASSWORD@host/v1``) is redacted from ``text`` (what is stored and
+printed) with the store's own ``redact_url``, and only ``url`` (never shown) keeps it.
 """
 
 from __future__ import annotations
@@ -27,11 +29,24 @@ from dataclasses import dataclass, field
 from truthline.errors import TruthlineError
 
 
+def _redact(url: str) -> str:
+    """``url`` with its password (if any) replaced by ``***`` (the store's redaction)."""
+    from urllib.parse import urlsplit
+
+    from truthline.store import redact_url
+
+    try:
+        has_password = urlsplit(url).password is not None
+    except ValueError:
+        has_password = True
+    return redact_url(url) if has_password else url
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     kind: str
     name: str
-    url: str | None = None
+    url: str | None = field(default=None, repr=False)
     options: dict[str, str] = field(default_factory=dict)
     text: str = ""
 
@@ -58,6 +73,11 @@ class ModelSpec:
         return int(val if val is not None else default)
 
     @property
+    def safe_url(self) -> str | None:
+        """The URL with any password replaced, safe to print or store."""
+        return _redact(self.url) if self.url else self.url
+
+    @property
     def cache_identity(self) -> str:
         """What identifies the model for the cache: everything except the alias and prices."""
         opts = ";".join(
@@ -73,15 +93,19 @@ def parse_model_spec(spec: str) -> ModelSpec:
     text = spec.strip()
     head, *opts = text.split(";")
     kind, sep, rest = head.partition(":")
+    name, url = rest, None
+    at = rest.find("@http")
+    if at >= 0:
+        name, url = rest[:at], rest[at + 1 :]
+        safe = _redact(url)
+        if safe != url:
+            text = text.replace(url, safe)
+    spec = text  # every message below shows the redacted text
     if not sep or not kind or not rest:
         raise TruthlineError(
             f"model spec {spec!r}: expected KIND:NAME, e.g. openai:gpt-4o-mini, "
             "hf:/path/to/model, yolo:yolo11n.yaml, simulated:steel-v1"
         )
-    name, url = rest, None
-    at = rest.find("@http")
-    if at >= 0:
-        name, url = rest[:at], rest[at + 1 :]
     if not name:
         raise TruthlineError(f"model spec {spec!r}: empty model name")
     options: dict[str, str] = {}

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from truthline.errors import TruthlineError
 from truthline.fields import FieldType
 
 PARSED = "parsed"
@@ -81,3 +82,8 @@ class InfraError(Exception):
         self.retry = retry
         self.retry_after = retry_after
         super().__init__(f"{reason}: {detail}" if detail else reason)
+
+
+class EndpointFailingError(TruthlineError):
+    """A run stopped because the endpoint kept failing in a way no retry fixes (down,
+    key rejected, wrong URL); what was answered is stored. Exit code 1."""

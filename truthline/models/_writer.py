@@ -7,6 +7,16 @@ each row's future. So "committed as it arrives" still holds in the sense that ma
 the runner reports an answer (result, ``on_result``, progress) only after its commit,
 and the wait is at most one group commit. No timer: under load a group is whatever
 arrived during the previous commit (at most ``max_group`` rows), when idle it is one row.
+
+Two runs on one store are safe: a response is inserted with ``ON CONFLICT DO NOTHING``
+(SQLite and PostgreSQL dialect inserts) and a key another run stored first resolves to
+that stored row, so neither run crashes and every answer keeps its row.
+
+``persist`` (optional) writes what a caller derives from each answer (a prefill
+prediction, a benchmark result) in this same thread, in a second transaction right after
+the responses' one: a response is always durable before anything that points at it, and
+a failing ``persist`` never rolls back a paid answer. Answers are reported (their
+futures resolve) only after both commits.
 """
 
 from __future__ import annotations
@@ -14,33 +24,56 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import bindparam
+from sqlalchemy import Connection, bindparam, select
 
+from truthline.models._upsert import insert_ignore
 from truthline.store import tables
 
 _STOP = object()
 
 
 @dataclass
+class Job:
+    """What ``persist`` gets for one answer: the result (its ``response_id`` filled in
+    once stored) and every request it answers (identical requests share one answer)."""
+
+    result: Any
+    requests: list[Any]
+
+
+Persist = Callable[[Connection, list[Job]], None]
+
+
+@dataclass
 class _Pending:
-    row: dict[str, Any]
+    row: dict[str, Any] | None
     response_id: int | None
     future: asyncio.Future = field(repr=False)
+    job: Job | None = None
 
 
 class ResponseWriter:
     """Commits ``responses`` rows in a dedicated thread; ``submit`` returns a future
     that resolves to the row's id once its transaction has committed."""
 
-    def __init__(self, store: Any, loop: asyncio.AbstractEventLoop, *, max_group: int = 256):
+    def __init__(
+        self,
+        store: Any,
+        loop: asyncio.AbstractEventLoop,
+        *,
+        max_group: int = 256,
+        persist: Persist | None = None,
+    ):
         if max_group < 1:
             raise ValueError("max_group must be at least 1")
         self.store = store
         self.loop = loop
         self.max_group = max_group
+        self.persist = persist
         self.groups = 0
         """Transactions committed (tests and benches read it)."""
         self.rows = 0
@@ -48,16 +81,23 @@ class ResponseWriter:
         self._thread = threading.Thread(target=self._main, name="truthline-writer", daemon=True)
         self._closing = False
         t = tables.responses
-        self._insert = t.insert().returning(t.c.id, sort_by_parameter_order=True)
+        self._dialect = store.engine.dialect.name
+        self._insert = insert_ignore(self._dialect, t, ["cache_key"]).returning(
+            t.c.id, t.c.cache_key
+        )
         self._update = t.update().where(t.c.id == bindparam("_response_id"))
         self._thread.start()
 
-    def submit(self, row: dict[str, Any], response_id: int | None = None) -> asyncio.Future:
-        """Queue one row (an update of ``response_id`` when given, else an insert)."""
+    def submit(
+        self, row: dict[str, Any] | None, response_id: int | None = None, job: Job | None = None
+    ) -> asyncio.Future:
+        """Queue one row (an update of ``response_id`` when given, else an insert; none:
+        only ``persist`` the job of an answer already stored). The future resolves to
+        the response id."""
         if self._closing:
             raise RuntimeError("the response writer is closed")
         fut = self.loop.create_future()
-        self._queue.put(_Pending(row, response_id, fut))
+        self._queue.put(_Pending(row, response_id, fut, job))
         return fut
 
     async def aclose(self) -> None:
@@ -103,24 +143,64 @@ class ResponseWriter:
 
     def _write(self, group: list[_Pending]) -> list[int]:
         ids: list[int] = [0] * len(group)
-        inserts = [k for k, p in enumerate(group) if p.response_id is None]
-        updates = [k for k, p in enumerate(group) if p.response_id is not None]
-        with self.store.begin() as conn:
-            if inserts:
-                got = conn.execute(self._insert, [group[k].row for k in inserts]).all()
-                if len(got) != len(inserts):
-                    raise RuntimeError(f"inserted {len(got)} responses, expected {len(inserts)}")
-                for k, r in zip(inserts, got, strict=True):
-                    ids[k] = int(r[0])
-            if updates:
-                params = []
-                for k in updates:
-                    p = group[k]
-                    row = {c: v for c, v in p.row.items() if c not in ("cache_key", "created_at")}
-                    params.append({**row, "_response_id": p.response_id})
-                    ids[k] = int(p.response_id or 0)
-                conn.execute(self._update, params)
+        inserts = [k for k, p in enumerate(group) if p.row is not None and p.response_id is None]
+        updates = [k for k, p in enumerate(group) if p.row is not None and p.response_id]
+        if inserts or updates:
+            with self.store.begin() as conn:
+                if inserts:
+                    self._insert_rows(conn, group, inserts, ids)
+                if updates:
+                    params = []
+                    for k in updates:
+                        p = group[k]
+                        row = {
+                            c: v
+                            for c, v in (p.row or {}).items()
+                            if c not in ("cache_key", "created_at")
+                        }
+                        params.append({**row, "_response_id": p.response_id})
+                        ids[k] = int(p.response_id or 0)
+                    conn.execute(self._update, params)
+        for k, p in enumerate(group):
+            if p.job is not None and p.row is not None:
+                p.job.result.response_id = ids[k]
+            elif p.job is not None:
+                ids[k] = int(p.job.result.response_id)
+        jobs = [p.job for p in group if p.job is not None]
+        if self.persist is not None and jobs:
+            with self.store.begin() as conn:
+                self.persist(conn, jobs)
         return ids
+
+    def _insert_rows(
+        self, conn: Connection, group: list[_Pending], inserts: list[int], ids: list[int]
+    ) -> None:
+        """Insert new responses; a key another run stored first (a concurrent run on the
+        same store) resolves to that stored row and the job takes its answer."""
+        rows = [group[k].row or {} for k in inserts]
+        got = {r[1]: int(r[0]) for r in conn.execute(self._insert, rows)}
+        lost: list[int] = []
+        for k in inserts:
+            key = (group[k].row or {})["cache_key"]
+            if key in got:
+                ids[k] = got.pop(key)
+            else:  # stored first by another run (or twice in this group)
+                lost.append(k)
+        if not lost:
+            return
+        from truthline.models._runner import _from_row
+
+        t = tables.responses
+        keys = [(group[k].row or {})["cache_key"] for k in lost]
+        stored = {r.cache_key: r for r in conn.execute(select(t).where(t.c.cache_key.in_(keys)))}
+        for k in lost:
+            p = group[k]
+            r = stored.get((p.row or {})["cache_key"])
+            if r is None:
+                raise RuntimeError(f"response {(p.row or {})['cache_key'][:12]} was not stored")
+            ids[k] = int(r.id)
+            if p.job is not None:
+                p.job.result = _from_row(r, cached=False)
 
 
 def _resolve(group: list[_Pending], ids: list[int]) -> None:

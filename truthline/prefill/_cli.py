@@ -39,7 +39,13 @@ def run_cmd(
     ] = None,
     max_cost: Annotated[
         float | None,
-        typer.Option("--max-cost", min=0, help="Stop starting requests once this run spent USD."),
+        typer.Option(
+            "--max-cost",
+            min=0,
+            help="Hard cap in USD: each request's worst-case cost is reserved before it is "
+            "sent (0 sends nothing to a paid model; models without a declared price need "
+            ";price_in=...;price_out=... in the spec).",
+        ),
     ] = None,
     retry_missing: Annotated[
         bool,
@@ -54,9 +60,20 @@ def run_cmd(
     max_tokens: Annotated[
         int | None,
         typer.Option(
-            "--max-tokens", help="Output cap (default: the project's benchmark.output_cap)."
+            "--max-tokens",
+            min=1,
+            help="Output cap (default: the project's benchmark.output_cap).",
         ),
     ] = None,
+    max_failures: Annotated[
+        int,
+        typer.Option(
+            "--max-failures",
+            min=0,
+            help="Stop after this many consecutive unfixable failures (endpoint down, "
+            "key rejected; 0: never) and exit 1.",
+        ),
+    ] = 5,
     project: ProjectOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -75,6 +92,7 @@ def run_cmd(
         progress=not as_json,
         variant=variant,
         settings={"max_tokens": max_tokens},
+        max_failures=max_failures or None,
     )
     data = {"project": proj.name, **rep.as_dict()}
 
@@ -91,15 +109,21 @@ def run_cmd(
             f"  cost this run: ${data['cost_usd']:.4f}; "
             f"predictions written: {rep.predictions_written}"
         )
+        for ver, n in sorted(data.get("new_versions", {}).items()):
+            console.print(
+                f"  [yellow]{n} predictions were already shown to annotators[/] and stay as "
+                f"they were; the new answers are version {ver}"
+            )
         if rep.stopped == "budget":
             console.print(
                 f"[yellow]stopped at the --max-cost budget (${max_cost})[/]; rerun to continue"
             )
 
     emit(data, as_json, render)
-    if rep.stopped == "interrupted":
-        err_console.print("interrupted: finished answers are stored; rerun to continue")
-        raise typer.Exit(130)
+    if rep.stopped in ("interrupted", "terminated"):
+        how = "interrupted" if rep.stopped == "interrupted" else "terminated (SIGTERM)"
+        err_console.print(f"{how}: finished answers are stored; rerun to continue")
+        raise typer.Exit(130 if rep.stopped == "interrupted" else 143)
 
 
 @app.command("status")
@@ -118,6 +142,7 @@ def status_cmd(ctx: typer.Context, project: ProjectOpt = None, as_json: JsonOpt 
             "infra missing",
             "no answer",
             "predictions",
+            "versions",
             "cost (USD)",
             title=f"{proj.name}: {data['items']} items",
         )
@@ -131,6 +156,7 @@ def status_cmd(ctx: typer.Context, project: ProjectOpt = None, as_json: JsonOpt 
                 str(bs.get("infra_missing", 0)),
                 str(m["items_without_answer"]),
                 str(m["predictions"]),
+                ", ".join(f"{v} {n}" for v, n in m.get("versions", {}).items()),
                 f"{m['cost_usd']:.4f}",
             )
         console.print(table)
@@ -161,16 +187,23 @@ def mine_cmd(
             "(seconds or ISO time) and strata columns.",
         ),
     ] = None,
-    min_conf: Annotated[float, typer.Option("--min-conf", help="Person confidence.")] = 0.25,
+    min_conf: Annotated[
+        float, typer.Option("--min-conf", min=0.0, max=1.0, help="Person confidence.")
+    ] = 0.25,
     min_frames: Annotated[
         int,
         typer.Option("--min-frames", min=1, help="Consecutive sampled frames that open a clip."),
     ] = 5,
-    fps: Annotated[float, typer.Option("--fps", help="Detection sampling rate.")] = 1.0,
-    window: Annotated[float, typer.Option("--window", help="Dedup window, seconds.")] = 60.0,
+    fps: Annotated[
+        float, typer.Option("--fps", min=0.001, help="Detection sampling rate (per second).")
+    ] = 1.0,
+    window: Annotated[
+        float, typer.Option("--window", min=0.0, help="Dedup window, seconds.")
+    ] = 60.0,
     keep: Annotated[int, typer.Option("--keep", min=1, help="Clips kept per window.")] = 4,
     sample: Annotated[
-        int | None, typer.Option("--sample", help="Stratified sample of N clips after dedup.")
+        int | None,
+        typer.Option("--sample", min=1, help="Stratified sample of N clips after dedup."),
     ] = None,
     strata: Annotated[
         str, typer.Option("--strata", help="Comma-separated metadata columns to stratify on.")
@@ -178,7 +211,7 @@ def mine_cmd(
     class_column: Annotated[
         str | None, typer.Option("--class-column", help="Column whose classes get a minimum count.")
     ] = None,
-    min_per_class: Annotated[int, typer.Option("--min-per-class")] = 15,
+    min_per_class: Annotated[int, typer.Option("--min-per-class", min=0)] = 15,
     seed: Annotated[int, typer.Option("--seed")] = 0,
     project: ProjectOpt = None,
     as_json: JsonOpt = False,

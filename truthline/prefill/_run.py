@@ -3,7 +3,9 @@
 A prediction holds the normalized top-level values (``predictions.values``), the model
 alias as ``model_version``, the outcome status and the simulated flag, linked to its
 ``responses`` row. Reruns ask nothing twice (the model layer's cache) and rewrite the
-same prediction rows, so a crash between the two writes heals on the next run.
+same prediction rows, so a crash between the two writes heals on the next run. A
+prediction already shown to an annotator is never rewritten: a different answer becomes
+version ``alias@v2``, ``alias@v3``, ... (see ``PredictionWriter``).
 """
 
 from __future__ import annotations
@@ -11,12 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Connection, bindparam, func, select
 
 from truthline.models import (
     INFRA_MISSING,
     NOT_RUN,
-    ModelRequest,
+    Job,
     ModelResult,
     default_settings,
     item_requests,
@@ -24,6 +26,7 @@ from truthline.models import (
     results_summary,
     run_requests,
 )
+from truthline.models._upsert import insert_ignore
 from truthline.store import Store, now, tables
 
 
@@ -45,47 +48,143 @@ class PrefillReport:
             "predictions_written": self.predictions_written,
             "stopped": self.stopped,
             **self.summary,
+            **self.extra,
         }
+
+
+def _version_of(alias: str, model_version: str) -> int:
+    """1 for ``alias``, N for ``alias@vN`` (a newer prefill after the first was shown)."""
+    if model_version == alias:
+        return 1
+    tail = model_version[len(alias) + 2 :]
+    return int(tail) if tail.isdigit() else 0
+
+
+def version_name(alias: str, n: int) -> str:
+    """The ``model_version`` of version ``n`` of a model's predictions."""
+    return alias if n <= 1 else f"{alias}@v{n}"
+
+
+class PredictionWriter:
+    """Writes one prediction per answered item (``persist`` of the runner: in its writer
+    thread, right after the answers' commit, one group at a time).
+
+    A prediction an annotator was shown (``exposures.prediction_id`` or
+    ``annotations.shown_prediction_id``) is immutable: a different answer for that item
+    and model becomes a new version, ``alias@v2`` (the next free number), so every lookup
+    by (project, item, model_version) still finds what was shown. An unshown prediction
+    is replaced in place. Infra-missing answers write none."""
+
+    def __init__(self, project: str, alias: str):
+        self.project = project
+        self.alias = alias
+        self.written = 0
+        self.versions: dict[str, int] = {}
+        """New versioned rows written, by model_version."""
+
+    def __call__(self, conn: Connection, jobs: list[Job]) -> None:
+        todo: dict[int, ModelResult] = {}
+        for job in jobs:
+            if job.result.status in (INFRA_MISSING, NOT_RUN):
+                continue
+            for req in job.requests:
+                if req.item_id is not None:
+                    todo[int(req.item_id)] = job.result
+        if not todo:
+            return
+        t = tables.predictions
+        like = self.alias.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        ids = sorted(todo)
+        current: dict[int, Any] = {}
+        top: dict[int, int] = {}
+        for chunk in _chunks(ids):
+            rows = conn.execute(
+                select(t.c.id, t.c.item_id, t.c.model_version, t.c.response_id, t.c["values"])
+                .add_columns(t.c.status)
+                .where(
+                    t.c.project == self.project,
+                    t.c.item_id.in_(chunk),
+                    (t.c.model_version == self.alias)
+                    | t.c.model_version.like(f"{like}@v%", escape="\\"),
+                )
+            ).all()
+            for r in rows:
+                n = _version_of(self.alias, r.model_version)
+                if n and n > top.get(r.item_id, 0):
+                    top[r.item_id] = n
+                    current[r.item_id] = r
+        shown = _shown(conn, [r.id for r in current.values()])
+        inserts: list[dict[str, Any]] = []
+        updates: list[dict[str, Any]] = []
+        ts = now()
+        for item_id, res in todo.items():
+            vals = dict(
+                response_id=res.response_id,
+                values=res.values,
+                status=res.status,
+                simulated=res.simulated,
+            )
+            cur = current.get(item_id)
+            if cur is None:
+                inserts.append(dict(item_id=item_id, model_version=self.alias, **vals))
+            elif (cur.response_id, cur._mapping["values"], cur.status) == (
+                res.response_id,
+                res.values,
+                res.status,
+            ):
+                continue
+            elif cur.id in shown:
+                ver = version_name(self.alias, top[item_id] + 1)
+                inserts.append(dict(item_id=item_id, model_version=ver, **vals))
+                self.versions[ver] = self.versions.get(ver, 0) + 1
+            else:
+                updates.append({**vals, "_id": cur.id})
+        if inserts:
+            stmt = insert_ignore(
+                conn.dialect.name, t, ["project", "item_id", "model_version"]
+            ).values(project=self.project, created_at=ts)
+            conn.execute(stmt, inserts)
+        if updates:
+            conn.execute(t.update().where(t.c.id == bindparam("_id")), updates)
+        self.written += len(inserts) + len(updates)
+
+
+def _chunks(ids: list[int], size: int = 500) -> list[list[int]]:
+    return [ids[i : i + size] for i in range(0, len(ids), size)]
+
+
+def _shown(conn: Connection, prediction_ids: list[int]) -> set[int]:
+    """Predictions an annotator saw (an exposure or an annotation points at them)."""
+    out: set[int] = set()
+    e, a = tables.exposures, tables.annotations
+    for chunk in _chunks(sorted(prediction_ids)):
+        out.update(
+            x[0]
+            for x in conn.execute(select(e.c.prediction_id).where(e.c.prediction_id.in_(chunk)))
+        )
+        out.update(
+            x[0]
+            for x in conn.execute(
+                select(a.c.shown_prediction_id).where(a.c.shown_prediction_id.in_(chunk))
+            )
+        )
+    return out
 
 
 def write_prediction(
     store: Store, project: str, alias: str, res: ModelResult, item_id: int
 ) -> bool:
-    """Upsert the prediction of one item for one model; infra-missing answers write none."""
-    if res.status in (INFRA_MISSING, NOT_RUN):
-        return False
-    t = tables.predictions
-    values = dict(
-        response_id=res.response_id,
-        values=res.values,
-        status=res.status,
-        simulated=res.simulated,
-    )
+    """Write the prediction of one item for one model (the versioning rule of
+    ``PredictionWriter``); True when a row was written."""
+    w = PredictionWriter(project, alias)
     with store.begin() as conn:
-        row = conn.execute(
-            select(t.c.id, t.c.response_id, t.c["values"], t.c.status).where(
-                t.c.project == project, t.c.item_id == item_id, t.c.model_version == alias
-            )
-        ).first()
-        if row is None:
-            conn.execute(
-                t.insert().values(
-                    project=project,
-                    item_id=item_id,
-                    model_version=alias,
-                    created_at=now(),
-                    **values,
-                )
-            )
-        elif (row.response_id, row._mapping["values"], row.status) != (
-            res.response_id,
-            res.values,
-            res.status,
-        ):
-            conn.execute(t.update().where(t.c.id == row.id).values(**values))
-        else:
-            return False
-    return True
+        w(conn, [Job(res, [_ItemRef(item_id)])])
+    return w.written > 0
+
+
+@dataclass
+class _ItemRef:
+    item_id: int
 
 
 def prefill(
@@ -100,6 +199,7 @@ def prefill(
     progress: bool = True,
     variant: str | None = None,
     settings: dict[str, Any] | None = None,
+    max_failures: int | None = 5,
 ) -> PrefillReport:
     """Pre-annotate the project's items (first ``limit`` by id) with one model."""
     spec = parse_model_spec(model)
@@ -113,13 +213,7 @@ def prefill(
         settings=default_settings(project, **(settings or {})),
         template=variant,
     )
-    written = 0
-
-    def on_result(req: ModelRequest, res: ModelResult) -> None:
-        nonlocal written
-        if req.item_id is not None:
-            written += write_prediction(store, project.name, spec.alias, res, req.item_id)
-
+    writer = PredictionWriter(project.name, spec.alias)
     results = run_requests(
         store,
         spec,
@@ -128,7 +222,8 @@ def prefill(
         max_cost=max_cost,
         retry_missing=retry_missing,
         progress=progress,
-        on_result=on_result,
+        persist=writer,
+        max_failures=max_failures,
     )
     stopped = next((r.reason for r in results if r.status == NOT_RUN), None)
     simulated = any(r.simulated for r in results) or spec.kind == "simulated"
@@ -136,14 +231,18 @@ def prefill(
         model=spec.alias,
         simulated=simulated,
         summary=results_summary(results),
-        predictions_written=written,
+        predictions_written=writer.written,
         stopped=stopped,
         items=len(items),
+        extra={"new_versions": dict(writer.versions)} if writer.versions else {},
     )
 
 
 def prefill_status(store: Store, project: str) -> dict[str, Any]:
-    """Prefill answers by model and outcome (with reasons), cost, and item coverage."""
+    """Prefill answers by model and outcome (with reasons), cost, and item coverage.
+
+    ``predictions`` counts the model's first version; ``versions`` every version
+    (``alias``, ``alias@v2``, ...: newer answers for items whose prediction was shown)."""
     r, p = tables.responses, tables.predictions
     with store.begin() as conn:
         rows = conn.execute(
@@ -190,6 +289,8 @@ def prefill_status(store: Store, project: str) -> dict[str, Any]:
         m["tokens_in"] += int(tin)
         m["tokens_out"] += int(tout)
     for alias, m in models.items():
+        versions = {v: n for v, n in preds.items() if v == alias or _version_of(alias, v) > 1}
         m["predictions"] = preds.get(alias, 0)
+        m["versions"] = dict(sorted(versions.items(), key=lambda kv: _version_of(alias, kv[0])))
         m["items_without_answer"] = max(0, n_items - sum(m["by_status"].values()))
     return {"project": project, "items": n_items, "models": models}
