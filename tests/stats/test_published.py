@@ -6,6 +6,7 @@ import pytest
 
 from tests.stats.conftest import expand_table
 from truthline.stats import (
+    agreement,
     brennan_prediger,
     cohen_kappa,
     fleiss_kappa,
@@ -128,3 +129,22 @@ def test_fleiss_1971_30_patients_6_raters():
     # Fleiss' (1971) P-bar and P_e: observed .556, chance .220
     pairs = sum(sum(row.count(c) * (row.count(c) - 1) for c in set(row)) for row in FLEISS_1971)
     assert pairs / (30 * 6 * 5) == pytest.approx(0.556, abs=5e-4)
+
+
+def test_irrcac_raw4raters_pairwise_and_fleiss_with_missing(kripp2011):
+    # irrCAC README (Gwet), cac.raw4raters = the 12 x 4 data above with missing ratings:
+    # pa.coeff.raw 0.8181818; fleiss.kappa.raw pa 0.8181818, pe 0.2387153, kappa 0.76117;
+    # bp.coeff.raw 0.77273.
+    res = {
+        x.coefficient: x
+        for x in agreement(kripp2011, ["pairwise", "pairwise_pooled", "fleiss", "bp"], ci="none")
+    }
+    assert res["pairwise"].point == pytest.approx(0.8181818, abs=5e-8)
+    assert res["pairwise"].title == "Pairwise agreement (per-unit mean)"
+    # pooled: 43 agreeing ordered pairs of 55 (units with more raters weigh more)
+    assert res["pairwise_pooled"].point == pytest.approx(43 / 55, abs=1e-12)
+    assert res["pairwise_pooled"].title == "Pairwise agreement (pooled pairs)"
+    assert res["fleiss"].point == pytest.approx(0.76117, abs=5e-6)
+    assert "Gwet" in res["fleiss"].title
+    assert res["bp"].point == pytest.approx(0.77273, abs=5e-6)
+    assert pairwise_agreement(kripp2011) == pytest.approx(0.8181818, abs=5e-8)

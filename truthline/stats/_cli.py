@@ -42,6 +42,7 @@ class Coef(StrEnum):
     scott = "scott"
     bp = "bp"
     pairwise = "pairwise"
+    pairwise_pooled = "pairwise_pooled"
     all = "all"
 
 

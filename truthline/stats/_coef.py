@@ -302,9 +302,21 @@ class _PairFamily(Coefficient):
 
 @coefficient("pairwise")
 class PairwiseAgreement(_PairFamily):
-    """Raw agreement: share of rater pairs (within units) that agree (METRICS.md §2)."""
+    """Raw agreement as Gwet and irrCAC publish it (``pa.coeff.raw``): per unit, the share
+    of its rater pairs that agree, averaged over units rated at least twice."""
 
-    title = "Pairwise agreement"
+    title = "Pairwise agreement (per-unit mean)"
+
+    def finish(self, S: np.ndarray) -> np.ndarray:
+        return self._parts(S)["pa"]
+
+
+@coefficient("pairwise_pooled")
+class PooledPairwiseAgreement(_PairFamily):
+    """Raw agreement pooled over pairs: agreeing rater pairs / all rater pairs (units with
+    more raters weigh more)."""
+
+    title = "Pairwise agreement (pooled pairs)"
 
     def finish(self, S: np.ndarray) -> np.ndarray:
         return self._parts(S)["pooled"]
@@ -312,14 +324,17 @@ class PairwiseAgreement(_PairFamily):
 
 @coefficient("fleiss")
 class FleissKappa(_PairFamily):
-    """Fleiss (1971) kappa: mean per-unit pair agreement vs squared pooled proportions."""
+    """Fleiss (1971) kappa; with missing ratings, Gwet's form (2014; irrCAC
+    ``fleiss.kappa.raw``): p_a is the mean per-unit pair agreement over units rated at least
+    twice, chance agreement uses pi_k, the mean over units rated at least once of each
+    unit's share of category k. Equals Fleiss' own formula when every unit has the same
+    number of raters."""
 
-    title = "Fleiss' kappa"
+    title = "Fleiss' kappa (Gwet's missing-data form)"
 
     def finish(self, S: np.ndarray) -> np.ndarray:
         p = self._parts(S)
-        pj = p["N"] / p["N"].sum(axis=1, keepdims=True)
-        pe = np.einsum("bc,ck,bk->b", pj, self.wt, pj)
+        pe = np.einsum("bc,ck,bk->b", p["pi"], self.wt, p["pi"])
         return self._chance(p["pa"], pe)
 
 
