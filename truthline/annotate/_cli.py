@@ -27,14 +27,18 @@ UrlOpt = Annotated[
 @app.command()
 def serve(
     ctx: typer.Context,
-    port: Annotated[int, typer.Option("--port", help="Label Studio port on 127.0.0.1.")] = 8080,
+    port: Annotated[
+        int, typer.Option("--port", min=1, max=65535, help="Label Studio port on 127.0.0.1.")
+    ] = 8080,
     media_port: Annotated[
-        int, typer.Option("--media-port", help="Port of the media file server.")
+        int, typer.Option("--media-port", min=1, max=65535, help="Port of the media server.")
     ] = 8090,
     media_root: Annotated[
         Path | None,
         typer.Option(
-            "--media-root", help="Folder served to Label Studio (default: the items' root)."
+            "--media-root",
+            help="Folder the media URLs start at (default: the items' common root); only "
+            "registered item media under it are served, to Label Studio's origin only.",
         ),
     ] = None,
     as_json: JsonOpt = False,

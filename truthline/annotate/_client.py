@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -52,6 +53,12 @@ class LSClient:
                 "no Label Studio API token: start a local server with `truthline annotate serve` "
                 "or set LABEL_STUDIO_API_KEY for --url"
             )
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise TruthlineError(
+                f"{url!r} is not the http(s) URL of a Label Studio server "
+                "(e.g. http://127.0.0.1:8080)"
+            )
         self.url = url.rstrip("/")
         self._token = token
         self._access: str | None = None
@@ -74,7 +81,7 @@ class LSClient:
             return {"Authorization": f"Token {self._token}"}
         if self._access is None:
             r = self._send("POST", "/api/token/refresh/", {"refresh": self._token}, auth=False)
-            self._access = r.json()["access"]
+            self._access = str(self._json(r, "POST", "/api/token/refresh/").get("access"))
         return {"Authorization": f"Bearer {self._access}"}
 
     def _send(
@@ -107,15 +114,26 @@ class LSClient:
             )
         return r
 
+    def _json(self, r: httpx.Response, method: str, path: str) -> Any:
+        """The body as JSON; an HTML page or garbage means this is not Label Studio's API."""
+        try:
+            return r.json()
+        except ValueError:
+            raise LabelStudioError(
+                f"{self.url} answered {method} {path} (HTTP {r.status_code}) with something "
+                "that is not JSON; is it a Label Studio server?",
+                r.status_code,
+            ) from None
+
     def get(self, path: str, **params: Any) -> Any:
-        return self._send("GET", path, params=params or None).json()
+        return self._json(self._send("GET", path, params=params or None), "GET", path)
 
     def post(self, path: str, json: Any = None, **params: Any) -> Any:
         r = self._send("POST", path, json, params=params or None)
-        return r.json() if r.content else None
+        return self._json(r, "POST", path) if r.content else None
 
     def patch(self, path: str, json: Any) -> Any:
-        return self._send("PATCH", path, json).json()
+        return self._json(self._send("PATCH", path, json), "PATCH", path)
 
     def delete(self, path: str) -> None:
         self._send("DELETE", path)
@@ -188,4 +206,4 @@ class LSClient:
         r = self.raw("GET", f"{base}/{pk}/download", exportType="JSON")
         with contextlib.suppress(TruthlineError):
             self.delete(f"{base}/{pk}")
-        return r.json()
+        return self._json(r, "GET", f"{base}/{pk}/download")

@@ -53,7 +53,19 @@ def _state_path(ws: Any) -> Path:
 
 def read_state(ws: Any) -> dict[str, Any]:
     p = _state_path(ws)
-    return json.loads(p.read_text()) if p.is_file() else {}
+    if not p.is_file():
+        return {}
+    try:
+        state = json.loads(p.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        state = None
+    if not isinstance(state, dict):
+        raise TruthlineError(
+            f"{p} is not the server state truthline writes; stop any Label Studio started from "
+            f"{data_dir(ws)} by its pid (server.pid), delete {p.name}, and run "
+            "`truthline annotate serve` again"
+        )
+    return state
 
 
 def default_media_root(ws: Any, project: str | None = None) -> Path:
@@ -89,6 +101,14 @@ def serve(
     progress: bool = True,
 ) -> dict[str, Any]:
     """Start (or reuse) the workspace's Label Studio and media server."""
+    if media_port == port:
+        raise TruthlineError(
+            f"--media-port {media_port} is Label Studio's --port too; give them different ports"
+        )
+    if media_root is not None and not Path(media_root).is_dir():
+        raise TruthlineError(
+            f"--media-root {media_root} is not a folder; give the folder holding the items' media"
+        )
     ddir = data_dir(ws)
     server = LocalServer(ddir, port=port)
     cpath = creds_path(ws)
@@ -101,7 +121,13 @@ def serve(
         creds.url = url
         creds.save(cpath)
     root = Path(media_root or default_media_root(ws)).resolve()
-    root.mkdir(parents=True, exist_ok=True)
+    if media_root is None:
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise TruthlineError(
+                f"cannot create the media folder {root} ({exc.strerror}); pass --media-root DIR"
+            ) from None
     state = read_state(ws)
     mpid = int(state.get("media_pid") or 0)
     media_running = bool(mpid) and _pid_alive(mpid)

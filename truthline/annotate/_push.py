@@ -269,6 +269,19 @@ def push(
     """Create the arm's Label Studio project if needed and import the tasks it lacks."""
     if arm not in ARMS:
         raise TruthlineError(f"unknown arm {arm!r} (use one of {', '.join(ARMS)})")
+    if overlap is not None and overlap < 1:
+        raise TruthlineError(f"--overlap must be at least 1 (annotations per task), got {overlap}")
+    if split is not None and not 0 <= split <= 1:
+        raise TruthlineError(f"--split must be between 0 and 1, got {split}")
+    if sample is not None and sample < 1:
+        raise TruthlineError(f"--sample must be a positive number of items, got {sample}")
+    if strategy not in ("random", "risk"):
+        raise TruthlineError(f"unknown --strategy {strategy!r} (random or risk)")
+    if annotators:
+        from truthline.annotate._users import check_emails
+
+        annotators = check_emails(annotators)
+    client.whoami()  # unreachable server or bad token: stop before anything is stored
     cohort = cohort_name(annotators)
     if overlap is None:
         overlap = {

@@ -58,8 +58,15 @@ class Credentials:
     def load(cls, path: Path) -> Credentials | None:
         if not path.is_file():
             return None
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return cls(**{k: data[k] for k in ("url", "email", "password", "token")})
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return cls(**{k: str(data[k]) for k in ("url", "email", "password", "token")})
+        except (ValueError, UnicodeDecodeError, KeyError, TypeError):
+            raise TruthlineError(
+                f"{path} is not the Label Studio credentials file truthline writes (JSON with "
+                "url, email, password, token); restore it from a backup (the token in Label "
+                "Studio's data dir still matches it)"
+            ) from None
 
 
 def write_secret(path: Path, text: str) -> None:

@@ -10,6 +10,7 @@ so Label Studio records them as ``completed_by``.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from pathlib import Path
 from typing import Any
@@ -22,10 +23,39 @@ from truthline.annotate._server import write_secret
 from truthline.errors import TruthlineError
 
 USERS_FILE = "label_studio_users.json"
+# local@domain.tld: what Label Studio's signup form accepts, without spaces or a second @
+EMAIL = re.compile(
+    r"[^@\s\x00-\x1f,;:<>()\[\]\\\"]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)+"
+)
 
 
 def _load(path: Path) -> dict[str, dict[str, Any]]:
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        data = None
+    if not isinstance(data, dict) or not all(
+        isinstance(v, dict) and isinstance(v.get("password"), str) for v in data.values()
+    ):
+        raise TruthlineError(
+            f"{path} is not the annotators' password file truthline writes (a JSON object "
+            "email -> {password}); restore it, or move it away and add the annotators again"
+        )
+    return data
+
+
+def check_emails(emails: list[str]) -> list[str]:
+    """The emails, each checked before any account is made (one bad one stops them all)."""
+    if not emails:
+        raise TruthlineError("give at least one annotator email")
+    for email in emails:
+        if not EMAIL.fullmatch(email) or len(email) > 254:
+            raise TruthlineError(
+                f"{email!r} is not an email address (name@example.com); no account was created"
+            )
+    return list(dict.fromkeys(emails))
 
 
 def _form(session: httpx.Client, url: str, data: dict[str, str]) -> httpx.Response:
@@ -43,13 +73,12 @@ def _form(session: httpx.Client, url: str, data: dict[str, str]) -> httpx.Respon
 
 def add_users(admin: LSClient, emails: list[str], secrets_file: Path) -> list[dict[str, Any]]:
     """Create login-capable accounts; passwords go to ``secrets_file`` (0600)."""
+    emails = check_emails(emails)
     known = _load(secrets_file)
     existing = {e.casefold(): i for i, e in admin.users().items()}
     out = []
     invite = None
     for email in emails:
-        if "@" not in email:
-            raise TruthlineError(f"{email!r} is not an email address")
         if email.casefold() in existing:
             status = "exists" if email in known else "exists (password not in the secrets file)"
             out.append({"email": email, "user_id": existing[email.casefold()], "status": status})
