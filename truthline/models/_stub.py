@@ -4,7 +4,10 @@ It answers ``POST /v1/chat/completions`` from a script and logs every request. A
 picks its behaviour by a marker ``[[case:NAME]]`` in its text; each case is a list of
 steps, one per attempt (the last repeats). Steps: ``ok`` (the default answer), ``json:TEXT``
 (answer TEXT), ``CODE[:SECONDS]`` (an HTTP error, e.g. 429:2 with Retry-After), ``timeout`` (never answers in
-time), ``length`` (finish_reason=length), ``refusal``, ``badbody`` (a non-JSON body).
+time), ``length`` (finish_reason=length), ``refusal``, ``badbody`` (a non-JSON body),
+``garbage`` (a completion whose text is not JSON). ``fault_rate`` turns that share of
+unscripted requests (chosen by a seeded hash of request and attempt) into one of
+``FAULTS``; ``log[i].billed`` says whether a request got a completion (what an API bills).
 Binds 127.0.0.1 only.
 """
 
@@ -21,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 _CASE = re.compile(r"\[\[case:([A-Za-z0-9_.-]+)\]\]")
+FAULTS = ("429", "500", "503", "timeout", "badbody", "garbage")
 
 
 @dataclass
@@ -31,6 +35,7 @@ class StubLog:
     digest: str
     text: str
     at: float
+    billed: bool = False
 
 
 @dataclass
@@ -40,6 +45,8 @@ class StubServer:
     latency_s: float = 0.0
     timeout_sleep_s: float = 5.0
     log: list[StubLog] = field(default_factory=list)
+    fault_rate: float = 0.0
+    fault_seed: int = 0
     port: int = 0
     _attempts: dict[str, int] = field(default_factory=dict)
 
@@ -61,7 +68,13 @@ class StubServer:
         n = self._attempts.get(ident, 0)
         self._attempts[ident] = n + 1
         step = steps[min(n, len(steps) - 1)]
-        self.log.append(StubLog(case, n + 1, step, digest, text, time.time()))
+        if self.fault_rate and case is None:
+            h = hashlib.sha256(f"{self.fault_seed}|{digest}|{n}".encode()).digest()
+            u = int.from_bytes(h[:8], "big") / 2**64
+            if u < self.fault_rate:
+                step = FAULTS[h[8] % len(FAULTS)]
+        entry = StubLog(case, n + 1, step, digest, text, time.time())
+        self.log.append(entry)
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
         kind, _, arg = step.partition(":")
@@ -75,7 +88,10 @@ class StubServer:
             return web.json_response({"error": {"message": "late"}}, status=504)
         if kind == "badbody":
             return web.Response(text="<html>not json", content_type="application/json")
+        entry.billed = True
         content: str | None = arg if kind == "json" else self.answer(body)
+        if kind == "garbage":
+            content = "Sure! The scene shows some workers."
         finish, refusal = "stop", None
         if kind == "length":
             finish = "length"
