@@ -54,7 +54,14 @@ def test_pull_reconciles_deletions_foreign_tasks_and_deleted_projects(
     assert (rep.new, rep.deleted, rep.foreign_tasks, rep.missing_projects) == (4, 0, [], [])
     nfields = len(project.field_types)
 
-    # Community: any account may delete anyone's annotation — eli deletes dora's
+    # Community (README "What any Label Studio Community account can do"): an annotator reads
+    # the anchored arm's prediction and other annotators' work, and may delete it — eli
+    # deletes dora's annotation
+    assert eli.get(f"/api/tasks/{anch_tasks[0]}")["predictions"]
+    assert {a["id"] for a in eli.get(f"/api/tasks/{blind_tasks[0]}/annotations/")} == {
+        a1["id"],
+        a3["id"],
+    }
     eli.delete(f"/api/annotations/{a1['id']}/")
     rep = pull(ws.store, project, admin, progress=False)
     assert rep.deleted == 1 and rep.new == 0 and rep.unchanged == 3
@@ -113,8 +120,9 @@ def test_pull_reconciles_deletions_foreign_tasks_and_deleted_projects(
     assert {str(t["item_id"]) for t in rep.foreign_tasks} == {"999999", "abc", "None"}
     assert rep.new == 0 and rep.deleted == 0 and len(_rows(ws, tables.annotations)) == n_rows
 
-    # the anchored project deleted in Label Studio: a warning; the blind one is still pulled
-    admin.delete(f"/api/projects/{anch.ls_project_id}/")
+    # the anchored project deleted in Label Studio — by an annotator: Community has no roles —
+    # is one warning; the blind one is still pulled
+    eli.delete(f"/api/projects/{anch.ls_project_id}/")
     a5 = submit_annotation(eli, project, blind_tasks[2], vals, 9.0)
     monkeypatch.setenv("LABEL_STUDIO_API_KEY", ls.creds.token)
     res = CliRunner().invoke(
