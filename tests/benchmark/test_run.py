@@ -331,3 +331,73 @@ def test_cli_end_to_end(bench_ws, tmp_path):
     assert r.exit_code == 1 and "unknown gold slice" in str(r.exception)
     r = runner.invoke(app, [*base, "benchmark", "--help"])
     assert r.exit_code == 0 and "compare-gold" in r.output
+
+
+def test_items_sharing_one_request_each_get_their_result(bench_ws):
+    """No-image control: items whose prompts are byte-identical share one call, and
+    every item still gets its scored row (only the first used to)."""
+    ws, project, items, _ = bench_ws
+    keys = _keys(ws, project)
+    CANNED.clear()
+    CANNED["_truth"] = {keys[i]: _answer(t) for i, t in items}
+    CALLS.clear()
+    man = run_benchmark(
+        ws.store, project, RunConfig(models=["canned:x"], control="no-image"), progress=False
+    )
+    assert len(CALLS) < len(items), "identical requests were sent once"
+    with ws.store.begin() as conn:
+        rows = conn.execute(
+            select(tables.run_results.c.item_id).where(tables.run_results.c.run_id == man["run_id"])
+        ).all()
+    assert sorted(r[0] for r in rows) == sorted(i for i, _ in items)
+    entry = next(iter(man["entries"].values()))
+    assert sum(entry["status_counts"].values()) == len(items)
+
+
+def test_endpoint_failing_closes_the_run_and_raises(bench_ws):
+    from truthline.models import EndpointFailingError
+
+    ws, project, _, _ = bench_ws
+    cfg = RunConfig(models=["openai:m@http://127.0.0.1:9/v1"], max_failures=2, concurrency=1)
+    with pytest.raises(EndpointFailingError, match="2 consecutive failures"):
+        run_benchmark(ws.store, project, cfg, progress=False)
+    with ws.store.begin() as conn:
+        status = conn.execute(select(tables.runs.c.status)).scalar_one()
+        n = conn.execute(select(func.count()).select_from(tables.run_results)).scalar_one()
+    assert status == "partial" and n == 2
+
+
+@backend("sigterm")
+class SigtermBackend(Backend):
+    """Test backend: answers 3 requests, then this process gets a real SIGTERM while
+    the next requests are in flight."""
+
+    async def complete(self, request):
+        import asyncio
+        import os
+        import signal
+
+        CALLS.append(request.context["key"])
+        if len(CALLS) == 4:
+            os.kill(os.getpid(), signal.SIGTERM)
+        if len(CALLS) > 3:
+            await asyncio.sleep(3600)  # in flight when the signal lands
+        return Completion(text=json.dumps(CANNED["_truth"][request.context["key"]]))
+
+
+def test_sigterm_stores_what_arrived_and_raises(bench_ws):
+    from truthline.benchmark._runner import RunInterrupted
+
+    ws, project, items, _ = bench_ws
+    keys = _keys(ws, project)
+    CANNED.clear()
+    CANNED["_truth"] = {keys[i]: _answer(t) for i, t in items}
+    CALLS.clear()
+    cfg = RunConfig(models=["sigterm:x"], concurrency=2)
+    with pytest.raises(RunInterrupted, match="terminated") as exc:
+        run_benchmark(ws.store, project, cfg, progress=False)
+    assert exc.value.exit_code == 143
+    with ws.store.begin() as conn:
+        status = conn.execute(select(tables.runs.c.status)).scalar_one()
+        rows = conn.execute(select(tables.run_results.c.status)).all()
+    assert status == "partial" and [r[0] for r in rows] == ["parsed"] * 3
