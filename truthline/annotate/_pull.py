@@ -120,8 +120,8 @@ def pull(store: Store, project: Any, client: LSClient, *, progress: bool = True)
                 rep.problems.append(
                     f"Label Studio project {row.ls_project_id} ({row.title!r}, {row.arm} arm) "
                     f"no longer exists on {client.url}; skipped, and the annotations pulled "
-                    "from it earlier stay in the store as they were. Restore it in Label "
-                    "Studio, or push the arm again to a new project"
+                    "from it earlier stay in the store as they were (not marked deleted). "
+                    "To get it back, restore Label Studio's data dir from a backup"
                 )
                 bar.advance(ptask)
                 continue
