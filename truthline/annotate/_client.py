@@ -62,7 +62,10 @@ class LSClient:
         self.url = url.rstrip("/")
         self._token = token
         self._access: str | None = None
-        self._http = httpx.Client(base_url=self.url, timeout=timeout)
+        # a long read timeout for exports, a short connect timeout for a host that never answers
+        self._http = httpx.Client(
+            base_url=self.url, timeout=httpx.Timeout(timeout, connect=min(timeout, 15.0))
+        )
 
     def __repr__(self) -> str:
         return f"LSClient({self.url!r})"

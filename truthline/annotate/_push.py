@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 from sqlalchemy import select
@@ -277,6 +278,11 @@ def push(
         raise TruthlineError(f"--sample must be a positive number of items, got {sample}")
     if strategy not in ("random", "risk"):
         raise TruthlineError(f"unknown --strategy {strategy!r} (random or risk)")
+    if urlsplit(media_base).scheme not in ("http", "https") or not urlsplit(media_base).hostname:
+        raise TruthlineError(
+            f"--media-url {media_base!r} is not an http(s) URL annotators' browsers can load "
+            "media from (e.g. http://127.0.0.1:8090)"
+        )
     if annotators:
         from truthline.annotate._users import check_emails
 
