@@ -229,7 +229,24 @@ def test_override_rates_edit_depth_correct_labels(hand):
     ) == (7, 1, 1, 0)
     rr = r["residual_risk"]
     assert rr["items_without_review"] == 2
-    assert _p(rr["upper_bound_items"]) == pytest.approx(2 * 2 / 21)
+
+
+def test_residual_risk_is_a_true_upper_bound_on_items(hand):
+    """Items 1-7 are the expert-reviewed anchored items; items 2 and 7 carry a harmful
+    anchor (action), so 2 of 7 items; items 8 and 9 were finalized without review. The
+    bound is the per-item rate's upper confidence limit x 2 items, never the per-decision
+    rate (2 of 21) x items, which counts neither items nor a bound."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    store, project, _ = hand
+    rr = run_audit(store, project).as_dict()["residual_risk"]
+    assert (rr["reviewed_items"], rr["reviewed_items_with_harmful_anchor"]) == (7, 2)
+    assert _p(rr["item_harmful_rate"]) == pytest.approx(2 / 7)
+    assert rr["expected_items"] == pytest.approx(2 * 2 / 7)
+    assert rr["upper_bound_items"] == pytest.approx(2 * rr["item_harmful_rate"]["high"])
+    wilson_high = proportion_confint(2, 7, method="wilson")[1]
+    assert rr["upper_bound_items"] >= 2 * wilson_high - 1e-9
+    assert rr["upper_bound_items"] > 2 * 2 / 21 * 4  # the old figure was far below
 
 
 def test_kappas_match_the_stats_package(hand):

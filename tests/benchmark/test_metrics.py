@@ -137,7 +137,7 @@ def test_paired_difference_planted_gap_sign_and_ci():
 def test_bootstrap_ci_reproducible_with_seed():
     x = np.random.default_rng(5).random(80)  # partial credits: continuous bootstrap values
     units = np.repeat(np.arange(40), 2)
-    parents = units // 4
+    parents = units // 2  # 20 parents: enough clusters for the cluster bootstrap itself
     one = M.accuracy(x, units=units, clusters=parents, rs=M.Resampling(800, 7))
     two = M.accuracy(x, units=units, clusters=parents, rs=M.Resampling(800, 7))
     other = M.accuracy(x, units=units, clusters=parents, rs=M.Resampling(800, 8))

@@ -249,6 +249,7 @@ def run_audit(
         "resamples": B,
         "seed": sd,
         "scheme": boot.scheme,
+        "clusters": boot.nc if boot.clustered else None,
         "model_version": data.model_version,
         "gradient_model": grad_label,
         "fields": data.fields,

@@ -93,11 +93,24 @@ def run_cmd(
 
 
 def _pct(ci: dict | None) -> str:
+    from truthline.audit._cifmt import with_design
+
     if not ci or ci.get("point") is None:
         return "–"
     if ci.get("low") is None:
         return f"{100 * ci['point']:.1f}%"
-    return f"{100 * ci['point']:.1f}% [{100 * ci['low']:.1f}, {100 * ci['high']:.1f}]"
+    return with_design(
+        f"{100 * ci['point']:.1f}% [{100 * ci['low']:.1f}, {100 * ci['high']:.1f}]", ci
+    )
+
+
+def _note(*sources: object) -> None:
+    """The thin-design note under a table (nothing when every design is adequate)."""
+    from truthline.audit._cifmt import design_note
+
+    note = design_note(sources)
+    if note:
+        console.print(f"[yellow]{note}[/]")
 
 
 def _summary(d: dict) -> None:
@@ -119,6 +132,7 @@ def _summary(d: dict) -> None:
             "–" if bias is None else f"{bias:+.1f}",
         )
     console.print(table)
+    _note(d["direction"]["by_field"], d["anchoring_bias"])
     sig = Table("annotator", "override rate", "VLM κ", "signals", title="annotators")
     for a, s in d["signals"].items():
         k = d["vlm_kappa"]["by_annotator"].get(a, {}).get("point")
@@ -129,11 +143,13 @@ def _summary(d: dict) -> None:
             ("[red]FLAGGED[/] " if s["flagged"] else "") + ", ".join(s["fired"]),
         )
     console.print(sig)
+    _note(d["override"]["by_annotator"], d["vlm_kappa"]["by_annotator"])
     g = d["gradient"]
     console.print(
         f"gradient ({g['predictions']}): blind {_pct(g['blind'])} -> anchored "
         f"{_pct(g['anchored'])} -> VLM-sourced {_pct(g['vlm_sourced'])}"
     )
+    _note(g)
     for w in d["warnings"]:
         console.print(f"[yellow]warning[/] {w}")
 

@@ -72,10 +72,12 @@ def override(c: Ctx) -> dict[str, Any]:
         u = c.a_unit[sel]
         ones = c.boot.per_unit(u)
         return {
-            "override_rate": c.boot.ratio(c.boot.per_unit(u, (c.a_ov[sel] > 0) * 1.0), ones),
+            "override_rate": c.boot.ratio(
+                c.boot.per_unit(u, (c.a_ov[sel] > 0) * 1.0), ones, share=True
+            ),
             "edit_depth": c.boot.ratio(c.boot.per_unit(u, c.a_ov[sel]), ones),
             "decision_override_rate": c.boot.ratio(
-                c.boot.per_unit(u, c.a_ov[sel]), c.boot.per_unit(u, c.a_dec[sel])
+                c.boot.per_unit(u, c.a_ov[sel]), c.boot.per_unit(u, c.a_dec[sel]), share=True
             ),
             "annotations": int(sel.sum()),
         }
@@ -295,9 +297,11 @@ def flags(c: Ctx) -> dict[str, Any]:
         sel = c.a_ok & (c.a_name == a)
         u = c.a_unit[sel]
         out[a] = {
-            "flag_rate": c.boot.ratio(c.boot.per_unit(u, flagged[sel]), c.boot.per_unit(u)),
+            "flag_rate": c.boot.ratio(
+                c.boot.per_unit(u, flagged[sel]), c.boot.per_unit(u), share=True
+            ),
             "skip_rate": c.boot.ratio(
-                c.boot.per_unit(u, skipped[sel]), c.boot.per_unit(u, total[sel])
+                c.boot.per_unit(u, skipped[sel]), c.boot.per_unit(u, total[sel]), share=True
             ),
             "annotations": int(sel.sum()),
         }
@@ -328,17 +332,36 @@ def safety(c: Ctx) -> dict[str, Any]:
 
 
 def residual_risk(c: Ctx, harmful: Est) -> dict[str, Any]:
-    """Upper bound of uncorrected harmful anchors among items finalized without review."""
+    """Items finalized without expert review that carry at least one uncorrected harmful
+    anchor: the per-item rate among expert-reviewed anchored items (share of items with
+    >= 1 harmful anchor) times the unreviewed items, with a true 95% upper bound from that
+    rate's upper confidence limit (Wilson at least, cluster-adjusted). The per-decision
+    harmful anchoring rate is kept for context: multiplying it by an item count is
+    neither a count of items nor a bound."""
     items = {
         a.item
         for a in c.data.annotations
         if a.tier == 1 and a.arm == "anchored" and a.annotator not in c.excluded
     }
     n = len(items - set(c.data.expert))
+    d = c.d
+    base = c.anch & c.has["hv"] & c.has["he"] & c.has["ve"]
+    hit = base & (d["ve"] == 0) & (d["hv"] == 1)
+    size = c.boot.n
+    reviewed = (np.bincount(d["unit"][base], minlength=size) > 0).astype(float)
+    with_harm = (np.bincount(d["unit"][hit], minlength=size) > 0).astype(float)
+    item_rate = c.boot.ratio(with_harm, reviewed, share=True)
+    ci = c.boot.ci(item_rate)
+    upper = ci.high * n if np.isfinite(ci.high) else float("nan")
     return {
         "items_without_review": n,
         "harmful_anchoring_rate": harmful,
-        "upper_bound_items": harmful.scale(float(n)),
+        "reviewed_items": int(reviewed.sum()),
+        "reviewed_items_with_harmful_anchor": int(with_harm.sum()),
+        "item_harmful_rate": ci,
+        "expected_items": item_rate.point * n,
+        "upper_bound_items": upper,
+        "bound": "95% upper confidence limit of the per-item rate x items without review",
     }
 
 

@@ -9,7 +9,14 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from truthline.audit._cifmt import design_note, with_design
+
 Block = tuple[str, Any, Any]
+
+
+def _note(*sources: Any) -> Block:
+    """The thin-design note under a table ("" -> not rendered)."""
+    return ("p", None, design_note(sources))
 
 
 def _pct(ci: dict[str, Any] | None, pp: bool = False) -> str:
@@ -20,7 +27,7 @@ def _pct(ci: dict[str, Any] | None, pp: bool = False) -> str:
     p = ci["point"] * k
     if ci.get("low") is None:
         return f"{p:.1f}{unit}"
-    return f"{p:.1f}{unit} [{ci['low'] * k:.1f}, {ci['high'] * k:.1f}]"
+    return with_design(f"{p:.1f}{unit} [{ci['low'] * k:.1f}, {ci['high'] * k:.1f}]", ci)
 
 
 def _num(ci: dict[str, Any] | None, digits: int = 3) -> str:
@@ -28,7 +35,9 @@ def _num(ci: dict[str, Any] | None, digits: int = 3) -> str:
         return "–"
     if ci.get("low") is None:
         return f"{ci['point']:.{digits}f}"
-    return f"{ci['point']:.{digits}f} [{ci['low']:.{digits}f}, {ci['high']:.{digits}f}]"
+    return with_design(
+        f"{ci['point']:.{digits}f} [{ci['low']:.{digits}f}, {ci['high']:.{digits}f}]", ci
+    )
 
 
 DIRS = [
@@ -59,7 +68,17 @@ def blocks(r: dict[str, Any]) -> list[Block]:
             f"field decisions ({c['decisions_with_expert']} with an expert reference). "
             f"Prefill: `{s['model_version']}`. Every number is a point estimate with a 95% "
             f"percentile bootstrap CI ({s['resamples']} resamples, seed {s['seed']}, "
-            f"{s['scheme']} resampling){'; direction rates are inverse-probability weighted' if s['ipw_review_weights'] else ''}.",
+            f"{s['scheme']} resampling"
+            + (f" over {s['clusters']} clusters" if s.get("clusters") else "")
+            + "); an interval over clusters names how many it resampled, and with fewer than "
+            "20 clusters it is a cluster jackknife-t, marked ⚠. Rates of counts are at least "
+            "as wide as the (cluster-adjusted) Wilson interval"
+            + (
+                "; direction rates are inverse-probability weighted"
+                if s["ipw_review_weights"]
+                else ""
+            )
+            + ".",
         ),
     ]
     if r["exclusions"]:
@@ -88,6 +107,7 @@ def blocks(r: dict[str, Any]) -> list[Block]:
             "was wrong and the annotator kept it.",
         ),
         ("table", head, rows),
+        _note(d["by_field"], d["all"]),
     ]
     ov, cl, vk, fl = r["override"], r["correct_label"], r["vlm_kappa"], r["flags"]
     rows = []
@@ -127,6 +147,7 @@ def blocks(r: dict[str, Any]) -> list[Block]:
             ],
             rows,
         ),
+        _note(ov["by_annotator"], cl["by_annotator"], vk["by_annotator"], fl, d["by_annotator"]),
         (
             "p",
             None,
@@ -145,6 +166,7 @@ def blocks(r: dict[str, Any]) -> list[Block]:
         ("h", 2, "Anchoring bias"),
         ("p", None, "Agreement with the VLM in the anchored arm minus the blind arm."),
         ("table", ["field", "VLM agreement anchored", "VLM agreement blind", "bias"], rows),
+        _note(r["anchoring_bias"]),
     ]
     rows = [
         [
@@ -164,6 +186,7 @@ def blocks(r: dict[str, Any]) -> list[Block]:
             ["field", "blind pairs", "κ blind", "anchored pairs", "κ anchored", "anchored − blind"],
             rows,
         ),
+        _note(r["iaa"]),
     ]
     out.append(("h", 2, "Exclusion signals"))
     rows = []
@@ -211,6 +234,7 @@ def blocks(r: dict[str, Any]) -> list[Block]:
                     for k, v in ba["rows"].items()
                 ],
             ),
+            _note(ba["rows"]),
         ]
     tm = r["time"]["all"]
     out += [
@@ -230,6 +254,7 @@ def blocks(r: dict[str, Any]) -> list[Block]:
                 for f, x in r["time"]["by_field"].items()
             ],
         ),
+        _note(r["time"]),
     ]
     if r["safety"]:
         rows = [
@@ -249,18 +274,27 @@ def blocks(r: dict[str, Any]) -> list[Block]:
                 ["field", "comparisons", "VLM false alarms", "VLM misses", "caught only by expert"],
                 rows,
             ),
+            _note(r["safety"]),
         ]
     rr = r["residual_risk"]
+    ub = rr.get("upper_bound_items")
     out += [
         ("h", 2, "Residual risk"),
         (
             "p",
             None,
-            f"{rr['items_without_review']} anchored items were finalized without expert review; "
-            f"at the full-field harmful anchoring rate {_pct(rr['harmful_anchoring_rate'])}, "
-            f"at most {_num(rr['upper_bound_items'], 1)} of them carry an uncorrected harmful "
-            "anchor (worst case: no self-correction).",
+            f"{rr['items_without_review']} anchored items were finalized without expert review. "
+            f"Among the {rr['reviewed_items']} expert-reviewed anchored items, "
+            f"{rr['reviewed_items_with_harmful_anchor']} carry at least one harmful anchor "
+            f"(per-item rate {_pct(rr['item_harmful_rate'])}), so an estimated "
+            f"{rr['expected_items']:.1f} of the unreviewed items carry at least one uncorrected "
+            "harmful anchor, and at most "
+            + ("–" if ub is None else f"{ub:.1f}")
+            + " at 95% confidence (the per-item rate's upper confidence limit × the items "
+            "without review; worst case: no self-correction). For context, the per-decision "
+            f"harmful anchoring rate is {_pct(rr['harmful_anchoring_rate'])}.",
         ),
+        _note(rr),
     ]
     g = r["gradient"]
     out += [
@@ -273,6 +307,7 @@ def blocks(r: dict[str, Any]) -> list[Block]:
             f"→ VLM-sourced gold {_pct(g['vlm_sourced'])}. Inflation blind → VLM-sourced: "
             f"{_pct(g['inflation_pp'], pp=True)}.",
         ),
+        _note(g),
     ]
     groups = d.get("by_group", {})
     for f, by in groups.items():
@@ -283,6 +318,7 @@ def blocks(r: dict[str, Any]) -> list[Block]:
                 ["group", "n", *[n for _, n in DIRS]],
                 [[k, *_direction_rows(t)] for k, t in by.items()],
             ),
+            _note(by),
         ]
     gp = r["gold_preview"]
     out += [

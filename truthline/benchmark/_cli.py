@@ -27,11 +27,22 @@ ResamplesOpt = Annotated[int | None, resamples_option("the project's setting")]
 
 
 def _ci(d: dict | None) -> str:
+    from truthline.audit._cifmt import with_design
+
     if not d or d.get("point") is None:
         return "—"
     if d.get("low") is None:
         return f"{d['point']:.3f}"
-    return f"{d['point']:.3f} [{d['low']:.3f}, {d['high']:.3f}]"
+    return with_design(f"{d['point']:.3f} [{d['low']:.3f}, {d['high']:.3f}]", d)
+
+
+def _note(*sources: object) -> None:
+    """The thin-design note under a table (nothing when every design is adequate)."""
+    from truthline.audit._cifmt import design_note
+
+    note = design_note(sources)
+    if note:
+        console.print(f"[yellow]{note}[/]")
 
 
 @app.command("run")
@@ -202,6 +213,7 @@ def show_cmd(
                 f"{r['cost_usd']:.4f}",
             )
         console.print(table)
+        _note([r["accuracy"] for r in rows])
 
     emit(rows, as_json, render)
 
@@ -223,8 +235,11 @@ def compare_gold_cmd(
     def pp(d: dict | None) -> str:
         if not d:
             return "—"
-        ci = f" [{d['low']:+.1f}, {d['high']:+.1f}]" if d.get("low") is not None else ""
-        return f"{d['point']:+.1f}{ci}"
+        from truthline.audit._cifmt import with_design
+
+        if d.get("low") is None:
+            return f"{d['point']:+.1f}"
+        return with_design(f"{d['point']:+.1f} [{d['low']:+.1f}, {d['high']:+.1f}]", d)
 
     def render() -> None:
         table = Table(
@@ -246,6 +261,7 @@ def compare_gold_cmd(
                 pp(m.get("inflation_vlm-sourced_pp")),
             )
         console.print(table)
+        _note(data["models"])
         if data["mean_inflation_pp"] is not None:
             console.print(
                 f"higher on anchored gold: {data['higher_on_anchored']}; "
@@ -280,6 +296,7 @@ def paired_cmd(
                 "yes" if c["distinguishable"] else "no",
             )
         console.print(table)
+        _note(data["pairs"])
 
     emit(data, as_json, render)
 
@@ -305,6 +322,7 @@ def conditions_cmd(
             f"repairs {data['repairs']}, harms {data['harms']}, kept right "
             f"{data['kept_right']}, kept wrong {data['kept_wrong']} (n {data['n']})"
         )
+        _note(data)
 
     emit(data, as_json, render)
 
@@ -354,6 +372,8 @@ def across_cmd(
                 for r in sec.table:
                     table.add_row(*(_cell(r.get(c)) for c in cols))
                 console.print(table)
+            if sec.note:
+                console.print(f"[yellow]{sec.note}[/]")
 
     emit(data, as_json, render)
 

@@ -10,13 +10,22 @@ one multiplicity matrix from ``truthline.stats.draw`` (seeded), so non-linear st
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from truthline.stats import CI, DEFAULT_RESAMPLES, draw, percentile_ci
+from truthline.stats import (
+    CI,
+    DEFAULT_RESAMPLES,
+    Design,
+    design,
+    design_ci,
+    draw,
+    percentile_ci,
+    proportion_ci,
+)
 
 MISSING = "<missing>"
 """Label used for an absent prediction in confusion matrices and class statistics."""
@@ -37,22 +46,37 @@ class _Units:
     n: int
     clusters: list[Any] | None
     strata: list[Any] | None
+    _design: Design | None = None
+
+    @property
+    def design(self) -> Design:
+        """Clusters, strata and the fallbacks for a thin design (``stats.design``)."""
+        if self._design is None:
+            self._design = design(self.n, self.clusters, self.strata)
+        return self._design
 
     @property
     def scheme(self) -> str:
-        parts = ["cluster" if self.clusters is not None else "item"]
-        if self.strata is not None:
-            parts.append("stratified")
-        return "+".join(parts)
+        return self.design.scheme(self.clusters, self.strata)
 
     def sums(self, col: np.ndarray) -> np.ndarray:
         return np.bincount(self.inv, weights=np.asarray(col, dtype=float), minlength=self.n)
 
     def matrix(self, rs: Resampling) -> np.ndarray:
-        """The multiplicity matrix as float64: every use is ``W @ x`` with float ``x``, and
-        an int32 ``W`` would be cast to float again on each product."""
-        W = draw(self.n, rs.resamples, rs.seed, clusters=self.clusters, strata=self.strata)
+        """The multiplicity matrix as float64 (every use is ``W @ x`` with float ``x``), drawn
+        on the design actually resampled: thin strata are dropped (``stats.design``)."""
+        cl, st = self.design.resampling(self.clusters, self.strata)
+        W = draw(self.n, rs.resamples, rs.seed, clusters=cl, strata=st)
         return W.astype(np.float64)
+
+    def subset(self, covered: np.ndarray) -> _Units:
+        """The units where ``covered`` (a boolean per unit), for a statistic over a subset."""
+        idx = np.flatnonzero(covered)
+
+        def pick(labels: list[Any] | None) -> list[Any] | None:
+            return None if labels is None else [labels[int(k)] for k in idx]
+
+        return _Units(self.inv, len(idx), pick(self.clusters), pick(self.strata))
 
 
 def _units(
@@ -85,20 +109,102 @@ def _units(
     return _Units(inv, n, per_unit(clusters), per_unit(strata))
 
 
-def _ci(point: float, boot: np.ndarray | None, rs: Resampling, u: _Units) -> CI:
-    if boot is None or rs.resamples == 0:
-        nan = float("nan")
-        return CI(float(point), nan, nan, 0, rs.seed, scheme=u.scheme, level=rs.level, n=u.n)
-    return percentile_ci(point, boot, level=rs.level, seed=rs.seed, scheme=u.scheme, n=u.n)
+Stat = Callable[[np.ndarray], Any]
+"""Statistic of unit multiplicities (B x units) -> B values: what a jackknife re-evaluates."""
+
+
+def _ci(
+    point: float,
+    boot: np.ndarray | None,
+    rs: Resampling,
+    u: _Units,
+    stat: Stat | None = None,
+    share: tuple[np.ndarray, np.ndarray] | None = None,
+) -> CI:
+    """The CI of one statistic, honest about its design: the ``CI`` records the clusters
+    and strata resampled and the thin-design warning; with fewer than 20 clusters (and a
+    ``stat`` to re-evaluate) it is ``stats.design_ci``'s cluster jackknife-t, never
+    narrower than the item bootstrap. ``share`` = per-unit (successes, trials) of a
+    proportion: the interval is widened to at least the (cluster-adjusted) Wilson one,
+    so it cannot collapse to zero width at 0 or 1."""
+    d = u.design
+    nan = float("nan")
+    if boot is None or rs.resamples == 0 or (d.n_clusters is not None and d.n_clusters < 2):
+        return CI(
+            float(point),
+            nan,
+            nan,
+            0,
+            rs.seed,
+            scheme=u.scheme,
+            level=rs.level,
+            n=u.n,
+            **d.fields(),
+        )
+    if stat is not None and d.jackknife:
+        ci = design_ci(
+            point,
+            stat,
+            u.n,
+            clusters=u.clusters,
+            strata=u.strata,
+            resamples=rs.resamples,
+            seed=rs.seed,
+            level=rs.level,
+            boot=boot,
+            bounds=(0.0, 1.0) if share is not None else None,
+        )
+    else:
+        ci = percentile_ci(
+            point, boot, level=rs.level, seed=rs.seed, scheme=u.scheme, n=u.n, design=d
+        )
+    if share is None or not np.isfinite(ci.low) or not np.isfinite(point):
+        return ci
+    a, b = share
+    keep = b > 0
+    if not keep.any():
+        return ci
+    labels = u.clusters if u.clusters is not None else list(range(u.n))
+    w = proportion_ci(
+        a[keep],
+        b[keep],
+        clusters=[labels[int(k)] for k in np.flatnonzero(keep)],
+        confidence=rs.level,
+    )
+    if not np.isfinite(w.low):
+        return ci
+    return replace(
+        ci, low=min(ci.low, w.low), high=max(ci.high, w.high), method=f"{ci.method}+wilson"
+    )
+
+
+def _is_share(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether per-unit sums are a count proportion (whole successes out of whole trials);
+    partial credit and weighted means are not."""
+    return bool(
+        len(a)
+        and np.all(a >= 0)
+        and np.all(a <= b)
+        and np.all(a == np.round(a))
+        and np.all(b == np.round(b))
+    )
 
 
 def subset_ci(
-    point: float, boot: np.ndarray | None, rs: Resampling, u: _Units, covered: np.ndarray
+    point: float,
+    boot: np.ndarray | None,
+    rs: Resampling,
+    u: _Units,
+    covered: np.ndarray,
+    stat: Stat | None = None,
+    share: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> CI:
-    """CI of a statistic over the units ``covered`` (a boolean per unit of ``u``), drawn on
-    ``u``'s matrix: ``n`` counts the covered units, not every unit of the draw."""
-    sub = _Units(u.inv, int(np.count_nonzero(covered)), u.clusters, u.strata)
-    return _ci(point, boot, rs, sub)
+    """CI of a statistic over the units ``covered`` (a boolean per unit of ``u``) whose
+    replicates ``boot`` were drawn on ``u``'s matrix (paired with other subsets): ``n``,
+    the clusters and strata count the covered units only. ``stat``/``share`` are over
+    the covered units."""
+    sub = u.subset(covered)
+    return _ci(point, boot, rs, sub, stat, share)
 
 
 def _div(a: np.ndarray | float, b: np.ndarray | float) -> Any:
@@ -141,7 +247,8 @@ def _ratio_on(
     boot = None
     if W is not None:
         boot = _div(W @ na, W @ nb if Wb is None else Wb)
-    return _ci(point, boot, rs, u)
+    share = (na, nb) if _is_share(na, nb) else None
+    return _ci(point, boot, rs, u, lambda V: _div(V @ na, V @ nb), share)
 
 
 def accuracy(
@@ -259,7 +366,7 @@ def macro_f1(
     if rs.resamples and u.n:
         W = u.matrix(rs)
         boot = stat(W @ tp, W @ fp, W @ fn)
-    return _ci(point, boot, rs, u)
+    return _ci(point, boot, rs, u, lambda V: stat(V @ tp, V @ fp, V @ fn))
 
 
 # -- binary decisions ----------------------------------------------------------------------
@@ -295,9 +402,13 @@ def binary_scores(
     W = _matrix(u, rs)
     sums = (TP.sum(), FP.sum(), FN.sum(), TN.sum())
     out: dict[str, Any] = {}
+
+    def on(f: Callable[..., Any]) -> Stat:
+        return lambda V: f(V @ TP, V @ FP, V @ FN, V @ TN)
+
     for name, fn_ in stats.items():
         boot = fn_(W @ TP, W @ FP, W @ FN, W @ TN) if W is not None else None
-        out[name] = _ci(float(fn_(*sums)), boot, rs, u)
+        out[name] = _ci(float(fn_(*sums)), boot, rs, u, on(fn_))
     out["counts"] = {k: int(v) for k, v in zip(("tp", "fp", "fn", "tn"), sums, strict=True)}
     return out
 
@@ -319,8 +430,22 @@ def safety(
     W = _matrix(u, rs)
     rec_pt = float(_div(TP.sum(), TP.sum() + FN.sum()))
     fa_pt = float(_div(FP.sum(), FP.sum() + FN.sum()))
-    recall = _ci(rec_pt, _div(W @ TP, W @ (TP + FN)) if W is not None else None, rs, u)
-    share = _ci(fa_pt, _div(W @ FP, W @ (FP + FN)) if W is not None else None, rs, u)
+    recall = _ci(
+        rec_pt,
+        _div(W @ TP, W @ (TP + FN)) if W is not None else None,
+        rs,
+        u,
+        lambda V: _div(V @ TP, V @ (TP + FN)),
+        (TP, TP + FN),
+    )
+    share = _ci(
+        fa_pt,
+        _div(W @ FP, W @ (FP + FN)) if W is not None else None,
+        rs,
+        u,
+        lambda V: _div(V @ FP, V @ (FP + FN)),
+        (FP, FP + FN),
+    )
     if np.isnan(fa_pt):
         regime = "no errors"
     else:
@@ -360,7 +485,13 @@ def f_beta(
 
     W = _matrix(u, rs)
     boot = stat(W @ TP, W @ FP, W @ FN) if W is not None else None
-    return _ci(float(stat(TP.sum(), FP.sum(), FN.sum())), boot, rs, u)
+    return _ci(
+        float(stat(TP.sum(), FP.sum(), FN.sum())),
+        boot,
+        rs,
+        u,
+        lambda V: stat(V @ TP, V @ FP, V @ FN),
+    )
 
 
 # -- calibration ---------------------------------------------------------------------------
@@ -403,7 +534,11 @@ def ece(
     ]
     return {
         "ece": _ci(
-            float(stat(n0, c0, a0)), stat(W @ N, W @ C, W @ A) if W is not None else None, rs, u
+            float(stat(n0, c0, a0)),
+            stat(W @ N, W @ C, W @ A) if W is not None else None,
+            rs,
+            u,
+            lambda V: stat(V @ N, V @ C, V @ A),
         ),
         "mean_confidence": float(conf.mean()) if len(conf) else float("nan"),
         "accuracy": float(corr.mean()) if len(corr) else float("nan"),
@@ -450,7 +585,10 @@ def naudc(
     W = _matrix(u, rs)
     point = float(stat(Nm.sum(0), Am.sum(0)))
     boot = stat(W @ Nm, W @ Am) if W is not None else None
-    return {"naudc": _ci(point, boot, rs, u), "per_condition": per}
+    return {
+        "naudc": _ci(point, boot, rs, u, lambda V: stat(V @ Nm, V @ Am)),
+        "per_condition": per,
+    }
 
 
 # -- diagnostics ---------------------------------------------------------------------------
@@ -573,7 +711,13 @@ def transitions(
         boot = _div(W @ ((ub - ua) * w), W @ w)
     else:
         boot = None
-    net = _ci(float(b.mean() - a.mean()) if len(a) else float("nan"), boot, rs, u)
+    net = _ci(
+        float(b.mean() - a.mean()) if len(a) else float("nan"),
+        boot,
+        rs,
+        u,
+        lambda V: _div(V @ ((ub - ua) * w), V @ w),
+    )
     return {
         "net_change": net,
         "repairs": int((~a & b).sum()),

@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from truthline.audit._cifmt import design_note, with_design
 from truthline.benchmark._across import across_metrics
 from truthline.benchmark._results import compare_gold, leaderboard, paired_matrix
 from truthline.project import Project
@@ -27,6 +28,13 @@ class Section:
     text: str = ""
     table: list[dict[str, Any]] = field(default_factory=list)
     image: str | None = None
+    sources: list[Any] = field(default_factory=list)
+    """The plain data the table's intervals came from: its thin-design warnings are shown
+    as one note under the table."""
+
+    @property
+    def note(self) -> str:
+        return design_note(self.sources)
 
 
 def _fmt_ci(ci: dict[str, Any] | None, scale: float = 1.0) -> str:
@@ -35,7 +43,7 @@ def _fmt_ci(ci: dict[str, Any] | None, scale: float = 1.0) -> str:
     p = ci["point"] * scale
     if ci.get("low") is None or ci.get("high") is None:
         return f"{p:.3f}"
-    return f"{p:.3f} [{ci['low'] * scale:.3f}, {ci['high'] * scale:.3f}]"
+    return with_design(f"{p:.3f} [{ci['low'] * scale:.3f}, {ci['high'] * scale:.3f}]", ci)
 
 
 def _headline(m: dict[str, Any], name: str) -> float | None:
@@ -118,6 +126,7 @@ def write_report(
             "scored wrong; infrastructure-missing answers are excluded (coverage).",
             rows,
             _plot_leaderboard(board, files / "leaderboard.png"),
+            [m["accuracy"] for m in board],
         )
     )
     cond = _conditions(board)
@@ -128,6 +137,7 @@ def write_report(
                 "Conditions by increasing severity.",
                 cond,
                 _plot_conditions(cond, files / "conditions.png"),
+                [(m["metrics"].get("naudc") or {}).get("value") for m in board],
             )
         )
     heat = _per_class(board, project)
@@ -168,6 +178,7 @@ def write_report(
                 f"{project.benchmark.read_field} (C) and {project.benchmark.ground_field} (G) "
                 "per item: counts (shares); grounding accuracy given a correct reading.",
                 fw,
+                sources=[(m["metrics"].get("four_way") or {}) for m in board],
             )
         )
     for a in data["across"]:
@@ -190,6 +201,7 @@ def write_report(
                     "Paired bootstrap on identical decisions; distinguishable only when the 95% CI excludes zero.",
                     prow,
                     _plot_paired(p, files / f"paired_{_safe(p['run_id'])}.png"),
+                    [p],
                 )
             )
     for g in data["compare_gold"]:
@@ -217,6 +229,7 @@ def write_report(
                 text,
                 grow,
                 _plot_provenance(g, files / f"provenance_{_safe(g['run_id'])}.png"),
+                [g],
             )
         )
     for s in sections:
@@ -270,104 +283,112 @@ def _across_sections(a: dict[str, Any]) -> list[Section]:
     rid, mets = a["run_id"], a["metrics"]
     out: list[Section] = []
     for name, r in mets.items():
-        if r.get("note"):
-            out.append(Section(f"{_TITLES.get(name, name)} ({rid})", r["note"]))
-            continue
-        if name == "routing_oracle":
-            best = r["best_single"]
-            out.append(
-                Section(
-                    f"Routing oracle ({rid})",
-                    f"Each {r['environment']} routed to its best model: accuracy "
-                    f"{_fmt_ci(r['value'])} vs best single model {best['model']} "
-                    f"{_fmt_ci(best['accuracy'])} (gain {100 * r['gain']:+.1f} pp, "
-                    f"{r['n']} common decisions).",
-                    [
-                        {r["environment"]: e, "best model": m}
-                        for e, m in r["best_by_environment"].items()
-                    ],
-                )
-            )
-        elif name == "ensemble":
-            best = r["best_single"]
-            out.append(
-                Section(
-                    f"Majority-of-models ensemble ({rid})",
-                    f"Majority vote of {', '.join(r['members'])}: accuracy "
-                    f"{_fmt_ci(r['value'])} vs best single model {best['model']} "
-                    f"{best['accuracy']:.3f} (gain {100 * r['gain']:+.1f} pp). "
-                    f"{r.get('ties', 0)} of {r['n']} decisions were tied: "
-                    f"{r.get('tie_rule', 'a tie has no majority and is scored wrong')}.",
-                    [
-                        {
-                            "field": f,
-                            "ensemble accuracy": v,
-                            "ties": (r.get("ties_by_field") or {}).get(f, 0),
-                        }
-                        for f, v in r["by_field"].items()
-                    ],
-                )
-            )
-        elif name == "hard_subset":
-            out.append(
-                Section(
-                    f"Hard subset ({rid})",
-                    f"Decisions the rule baseline {r['rule']} gets wrong: {r['hard_decisions']} "
-                    f"of {r['n']} ({100 * r['hard_share']:.1f}%, {r['hard_items']} items).",
-                    [
-                        {
-                            "model": lab,
-                            "all": _fmt_ci(v["all"]),
-                            "hard subset": _fmt_ci(v["hard"]),
-                            "rest": _fmt_ci(v["easy"]),
-                        }
-                        for lab, v in r["models"].items()
-                    ],
-                )
-            )
-        elif name == "rank_transfer":
-            a_, b_ = r["sets"]
-            out.append(
-                Section(
-                    f"Rank transfer {a_} -> {b_} ({rid})",
-                    f"Spearman rho {r['spearman_rho']:.3f} (p {r['spearman_p']:.3g}), "
-                    f"Pearson r {r['pearson_r']:.3f} (p {r['pearson_p']:.3g}) over "
-                    f"{len(r['models'])} models.",
-                    [{"model": m, **v} for m, v in r["scores"].items()],
-                )
-            )
-        elif name == "paired_conditions":
-            out.append(
-                Section(
-                    f"Paired conditions Base -> +GT ({rid})",
-                    "Same items, one input given as truth; repairs = wrong -> right, "
-                    "harms = right -> wrong.",
-                    [
-                        {
-                            "model": m,
-                            "net change [95% CI]": _fmt_ci(v["net_change"]),
-                            "repairs": v["repairs"],
-                            "harms": v["harms"],
-                            "kept right": v["kept_right"],
-                            "kept wrong": v["kept_wrong"],
-                        }
-                        for m, v in r["models"].items()
-                    ],
-                )
-            )
-        elif name == "open_similarity":
-            out.append(
-                Section(
-                    f"Open-answer similarity ({rid})",
-                    f"Cosine similarity to the reference with the local MiniLM embedder over "
-                    f"{', '.join(r['fields'])} ({r['n']} answers); z-score across models.",
-                    [
-                        {"model": m, "similarity": _fmt_ci(v["similarity"]), "z": v["z"]}
-                        for m, v in r["models"].items()
-                    ],
-                )
-            )
+        start = len(out)
+        _across_section(out, name, r, rid)
+        for sec in out[start:]:
+            sec.sources = [r]
     return out
+
+
+def _across_section(out: list[Section], name: str, r: dict[str, Any], rid: str) -> None:
+    """Append the section(s) of one metric across models."""
+    if r.get("note"):
+        out.append(Section(f"{_TITLES.get(name, name)} ({rid})", r["note"]))
+        return
+    if name == "routing_oracle":
+        best = r["best_single"]
+        out.append(
+            Section(
+                f"Routing oracle ({rid})",
+                f"Each {r['environment']} routed to its best model: accuracy "
+                f"{_fmt_ci(r['value'])} vs best single model {best['model']} "
+                f"{_fmt_ci(best['accuracy'])} (gain {100 * r['gain']:+.1f} pp, "
+                f"{r['n']} common decisions).",
+                [
+                    {r["environment"]: e, "best model": m}
+                    for e, m in r["best_by_environment"].items()
+                ],
+            )
+        )
+    elif name == "ensemble":
+        best = r["best_single"]
+        out.append(
+            Section(
+                f"Majority-of-models ensemble ({rid})",
+                f"Majority vote of {', '.join(r['members'])}: accuracy "
+                f"{_fmt_ci(r['value'])} vs best single model {best['model']} "
+                f"{best['accuracy']:.3f} (gain {100 * r['gain']:+.1f} pp). "
+                f"{r.get('ties', 0)} of {r['n']} decisions were tied: "
+                f"{r.get('tie_rule', 'a tie has no majority and is scored wrong')}.",
+                [
+                    {
+                        "field": f,
+                        "ensemble accuracy": v,
+                        "ties": (r.get("ties_by_field") or {}).get(f, 0),
+                    }
+                    for f, v in r["by_field"].items()
+                ],
+            )
+        )
+    elif name == "hard_subset":
+        out.append(
+            Section(
+                f"Hard subset ({rid})",
+                f"Decisions the rule baseline {r['rule']} gets wrong: {r['hard_decisions']} "
+                f"of {r['n']} ({100 * r['hard_share']:.1f}%, {r['hard_items']} items).",
+                [
+                    {
+                        "model": lab,
+                        "all": _fmt_ci(v["all"]),
+                        "hard subset": _fmt_ci(v["hard"]),
+                        "rest": _fmt_ci(v["easy"]),
+                    }
+                    for lab, v in r["models"].items()
+                ],
+            )
+        )
+    elif name == "rank_transfer":
+        a_, b_ = r["sets"]
+        out.append(
+            Section(
+                f"Rank transfer {a_} -> {b_} ({rid})",
+                f"Spearman rho {r['spearman_rho']:.3f} (p {r['spearman_p']:.3g}), "
+                f"Pearson r {r['pearson_r']:.3f} (p {r['pearson_p']:.3g}) over "
+                f"{len(r['models'])} models.",
+                [{"model": m, **v} for m, v in r["scores"].items()],
+            )
+        )
+    elif name == "paired_conditions":
+        out.append(
+            Section(
+                f"Paired conditions Base -> +GT ({rid})",
+                "Same items, one input given as truth; repairs = wrong -> right, "
+                "harms = right -> wrong.",
+                [
+                    {
+                        "model": m,
+                        "net change [95% CI]": _fmt_ci(v["net_change"]),
+                        "repairs": v["repairs"],
+                        "harms": v["harms"],
+                        "kept right": v["kept_right"],
+                        "kept wrong": v["kept_wrong"],
+                    }
+                    for m, v in r["models"].items()
+                ],
+            )
+        )
+    elif name == "open_similarity":
+        out.append(
+            Section(
+                f"Open-answer similarity ({rid})",
+                f"Cosine similarity to the reference with the local MiniLM embedder over "
+                f"{', '.join(r['fields'])} ({r['n']} answers); z-score across models.",
+                [
+                    {"model": m, "similarity": _fmt_ci(v["similarity"]), "z": v["z"]}
+                    for m, v in r["models"].items()
+                ],
+            )
+        )
 
 
 _TITLES = {
@@ -392,7 +413,7 @@ def _fmt_pp(d: dict[str, Any] | None) -> str:
         return "—"
     if d.get("low") is None:
         return f"{d['point']:+.1f}"
-    return f"{d['point']:+.1f} [{d['low']:+.1f}, {d['high']:+.1f}]"
+    return with_design(f"{d['point']:+.1f} [{d['low']:+.1f}, {d['high']:+.1f}]", d)
 
 
 def _safe(name: str) -> str:
@@ -595,6 +616,8 @@ def _md(title: str, sections: list[Section], files: Path, out: Path) -> str:
             parts += [f"![{s.title}]({rel}/{s.image})", ""]
         if s.table:
             parts += [_md_table(s.table), ""]
+        if s.note:
+            parts += [s.note, ""]
     return "\n".join(parts)
 
 
@@ -619,5 +642,7 @@ def _html(title: str, sections: list[Section], files: Path, out: Path) -> str:
                     + "</tr>"
                 )
             body.append("</table>")
+        if s.note:
+            body.append(f"<p class='design-warning'>{html.escape(s.note)}</p>")
     style = "body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 6px;font-size:13px}img{max-width:100%}"
     return f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{style}</style></head><body>{''.join(body)}</body></html>"

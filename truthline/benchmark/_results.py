@@ -298,7 +298,9 @@ def compare_gold(
         for sl in SLICES:
             row[sl] = plain(res["ci"][sl]) if res["ci"].get(sl) is not None else None
         for other in ("anchored", "vlm-sourced"):
-            row[f"inflation_{other}_pp"] = _diff_pp(row, res["boot"], other, rs)
+            row[f"inflation_{other}_pp"] = _diff_pp(
+                row, res["boot"], other, rs, res["u"], res["stat"]
+            )
         row["paired"] = True
         _field_balanced(row, d, masks, s_all, rs)
         models.append(row)
@@ -338,37 +340,53 @@ def _slice_mask(run: RunData, d: pd.DataFrame, slice_: str) -> np.ndarray:
     )
 
 
+def _ratio_stat(a: np.ndarray, b: np.ndarray) -> Any:
+    """sum(a) / sum(b) as a statistic of unit multiplicities (for the jackknife)."""
+    return lambda V: M._div(V @ a, V @ b)
+
+
 def sliced_accuracies(
     d: pd.DataFrame,
-    masks: dict[str, np.ndarray],
+    masks: dict[Any, np.ndarray],
     args: dict[str, Any],
     rs: M.Resampling,
-    weights: dict[str, np.ndarray] | None = None,
+    weights: dict[Any, np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """Accuracy of each slice (a mask over the decisions ``d``) with CIs from ONE resampling
     draw over all of ``d``'s units/clusters/strata (``args`` from ``Scored.boot_args``), so
     differences between slices are paired. Returns ``{"ci": {slice: CI | None},
     "boot": {slice: replicates | None}, "W": the draw}``; ``weights`` (per slice, per
     decision) give weighted accuracies on the same draw."""
-    out: dict[str, Any] = {"ci": {}, "boot": {}, "W": None}
+    out: dict[str, Any] = {"ci": {}, "boot": {}, "stat": {}, "W": None, "u": None}
     if not len(d):
-        return {"ci": dict.fromkeys(masks), "boot": dict.fromkeys(masks), "W": None}
+        return {**out, "ci": dict.fromkeys(masks), "boot": dict.fromkeys(masks)}
     u = M._units(len(d), args["units"], args.get("clusters"), args.get("strata"))
     W = u.matrix(rs) if rs.resamples else None
-    out["W"] = W
+    out["W"], out["u"] = W, u
     corr = d["correct"].astype(float).to_numpy()
     for sl, m in masks.items():
         if not m.any():
-            out["ci"][sl] = out["boot"][sl] = None
+            out["ci"][sl] = out["boot"][sl] = out["stat"][sl] = None
             continue
         w = m.astype(float) * (weights[sl] if weights is not None else 1.0)
         na, nb = u.sums(corr * w), u.sums(w)
+        out["stat"][sl] = _ratio_stat(na, nb)
         point = float(na.sum() / nb.sum())
         boot = None
         if W is not None:
             with np.errstate(invalid="ignore", divide="ignore"):
                 boot = (W @ na) / (W @ nb)
-        out["ci"][sl] = M.subset_ci(point, boot, rs, u, nb > 0)
+        cov = nb > 0
+        a_c, b_c = na[cov], nb[cov]
+        out["ci"][sl] = M.subset_ci(
+            point,
+            boot,
+            rs,
+            u,
+            cov,
+            _ratio_stat(a_c, b_c),
+            (a_c, b_c) if M._is_share(a_c, b_c) else None,
+        )
         out["boot"][sl] = boot
     return out
 
@@ -403,35 +421,58 @@ def _field_balanced(
     res = sliced_accuracies(d, per_field, args, rs)
     u = M._units(len(d), args["units"], args.get("clusters"), args.get("strata"))
     in_fields = d["field"].isin(fields).to_numpy()
+    corr = d["correct"].astype(float).to_numpy()
     boots: dict[str, np.ndarray | None] = {}
+    full_stats: dict[str, Any] = {}
     for sl in slices:
+        fstats = [res["stat"][(sl, f)] for f in sorted(fields)]
+        full_stats[sl] = lambda V, fs=fstats: np.mean([g(V) for g in fs], axis=0)
         point = float(np.mean([res["ci"][(sl, f)].point for f in sorted(fields)]))
         boot = None
         if res["W"] is not None:
             boot = np.mean([res["boot"][(sl, f)] for f in sorted(fields)], axis=0)
         boots[sl] = boot
         covered = u.sums((masks[sl] & in_fields).astype(float)) > 0
-        row["field_balanced"][sl] = plain(M.subset_ci(point, boot, rs, u, covered))
+        pairs = [
+            (u.sums(corr * fm)[covered], u.sums(fm)[covered])
+            for fm in (per_field[(sl, f)].astype(float) for f in sorted(fields))
+        ]
+
+        def stat(V: np.ndarray, pairs: list = pairs) -> np.ndarray:
+            return np.mean([M._div(V @ a, V @ b) for a, b in pairs], axis=0)
+
+        row["field_balanced"][sl] = plain(M.subset_ci(point, boot, rs, u, covered, stat))
     fb = row["field_balanced"]
     for other in ("anchored", "vlm-sourced"):
-        fb[f"inflation_{other}_pp"] = _diff_pp(fb, boots, other, rs)
+        fb[f"inflation_{other}_pp"] = _diff_pp(fb, boots, other, rs, u, full_stats)
 
 
 def _diff_pp(
-    row: dict[str, Any], boots: dict[str, Any], other: str, rs: M.Resampling
+    row: dict[str, Any],
+    boots: dict[str, Any],
+    other: str,
+    rs: M.Resampling,
+    u: Any = None,
+    stats: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
+    """``other`` minus blind in pp, on the shared draw (paired); with the units ``u`` and
+    each slice's statistic of the full multiplicities, the CI records the design and
+    falls back to the cluster jackknife on a thin one (``M._ci``)."""
     if row.get(other) is None or row.get("blind") is None:
         return None
     point = 100 * (row[other]["point"] - row["blind"]["point"])
-    out: dict[str, Any] = {"point": point, "low": None, "high": None, "resamples": rs.resamples}
     a, bl = boots.get(other), boots.get("blind")
-    if a is not None and bl is not None:
-        diff = 100 * (a - bl)
-        diff = diff[np.isfinite(diff)]
-        if diff.size:
-            lo, hi = np.quantile(diff, [(1 - rs.level) / 2, 1 - (1 - rs.level) / 2])
-            out["low"], out["high"] = float(lo), float(hi)
-    return out
+    boot = 100 * (a - bl) if a is not None and bl is not None else None
+    if u is None:
+        return {"point": point, "low": None, "high": None, "resamples": rs.resamples}
+    stat = None
+    if stats is not None and stats.get(other) is not None and stats.get("blind") is not None:
+        sa, sb = stats[other], stats["blind"]
+
+        def stat(V: np.ndarray) -> np.ndarray:
+            return 100 * (sa(V) - sb(V))
+
+    return plain(M._ci(point, boot, rs, u, stat))
 
 
 def paired_matrix(

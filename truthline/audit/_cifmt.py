@@ -1,0 +1,75 @@
+"""How a CI's design is shown beside it, in every report, CLI table and dashboard.
+
+A CI over 2 clusters is not one over 28 items: each interval carries the number of
+clusters (and strata) it resampled, and a table whose intervals came from a thin design
+gets one visible note with the warning (``stats.design`` decides what is thin).
+Works on ``CI.as_dict()``-style plain dicts, which is what reports and pages hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+
+def is_ci(obj: Any) -> bool:
+    return isinstance(obj, dict) and "point" in obj and "low" in obj and "high" in obj
+
+
+def design_label(ci: dict[str, Any] | None) -> str:
+    """``"4 clusters in 2 strata"``; ``""`` for an interval over independent items."""
+    if not ci:
+        return ""
+    cl, st = ci.get("clusters"), ci.get("strata")
+    parts = []
+    if cl is not None:
+        parts.append(f"{cl} cluster{'s' if cl != 1 else ''}")
+    elif st is not None:
+        parts.append(f"{ci.get('n', 0)} units")
+    if st is not None:
+        parts.append(f"in {st} strat{'a' if st != 1 else 'um'}")
+    return " ".join(parts)
+
+
+def with_design(text: str, ci: dict[str, Any] | None) -> str:
+    """``text`` plus the design in parentheses, with a ⚠ when the design is thin."""
+    label = design_label(ci)
+    if not label or ci is None or ci.get("low") is None:
+        return text
+    return f"{text} ({label}{' ⚠' if ci.get('warning') else ''})"
+
+
+def warnings_in(objs: Iterable[Any]) -> list[str]:
+    """Distinct design warnings of every CI found (recursively) in ``objs``, each with the
+    design it is about, e.g. ``"4 clusters in 2 strata: few clusters (4 < 20)"``."""
+    seen: dict[str, None] = {}
+
+    def walk(x: Any) -> None:
+        if is_ci(x):
+            if x.get("warning"):
+                label = design_label(x)
+                seen.setdefault(f"{label}: {x['warning']}" if label else str(x["warning"]))
+            return
+        if isinstance(x, dict):
+            for v in x.values():
+                walk(v)
+        elif isinstance(x, list | tuple):
+            for v in x:
+                walk(v)
+
+    for o in objs:
+        walk(o)
+    return list(seen)
+
+
+def design_note(objs: Iterable[Any]) -> str:
+    """One sentence for under a table: the thin-design warnings of its intervals, or ``""``."""
+    found = warnings_in(objs)
+    if not found:
+        return ""
+    return (
+        "⚠ Thin resampling design — "
+        + "; ".join(found)
+        + ". These intervals rest on few clusters: read them as rough, not as intervals "
+        "over that many independent items."
+    )
