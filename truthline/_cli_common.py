@@ -11,10 +11,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
-from truthline.workspace import Workspace
-
 if TYPE_CHECKING:
     from truthline.project import Project
+    from truthline.workspace import Workspace
 
 console = Console()
 err_console = Console(stderr=True)
@@ -35,6 +34,8 @@ class State:
     @property
     def ws(self) -> Workspace:
         if self._ws is None:
+            from truthline.workspace import Workspace  # lazy: keeps `truthline --help` fast
+
             self._ws = Workspace.from_env(self.workspace, self.db)
         return self._ws
 
@@ -61,6 +62,37 @@ def ws_project(ctx: typer.Context, project: str | None) -> tuple[Workspace, Proj
     """The workspace and its registered ``--project``: where nearly every stage command starts."""
     ws = workspace(ctx)
     return ws, ws.registered(project)
+
+
+def output_path(path: Path, option: str = "--out") -> Path:
+    """An output file's path with its folder created (``--report`` / ``--out`` into a missing
+    folder just works); a clear TruthlineError when it cannot be (a file in the way, no
+    permission). Stage CLIs call it on every path they are about to write."""
+    from truthline.errors import TruthlineError
+
+    parent = path.expanduser().parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise TruthlineError(
+            f"{option} {path}: cannot create the folder {parent}: {exc.strerror or exc}"
+        ) from None
+    if path.is_dir():
+        raise TruthlineError(f"{option} {path}: is a folder; give a file name")
+    return path
+
+
+def output_dir(path: Path, option: str = "--out") -> Path:
+    """An output folder, created with its parents; a clear error when it cannot be."""
+    from truthline.errors import TruthlineError
+
+    try:
+        path.expanduser().mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise TruthlineError(
+            f"{option} {path}: cannot create the folder: {exc.strerror or exc}"
+        ) from None
+    return path
 
 
 def print_json(data: Any) -> None:

@@ -1,16 +1,23 @@
 """The ``truthline`` command line: the loop's stages as sub-commands.
 
 Exit codes: 0 success, 1 user error (bad input, missing thing), 2 usage error.
+
+Start-up is kept short: the stage CLIs (prefill, annotate, audit, stats, benchmark, the
+dashboards and the demo) pull in pandas, SQLAlchemy, OpenCV and more, so they are listed
+here by name and one-line help and imported only when their sub-command runs
+(``_LazyGroup``); ``truthline --help`` and ``--version`` import none of them.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
+from typer.core import TyperGroup
 
 from truthline import __version__
 from truthline._cli_common import (
@@ -25,7 +32,115 @@ from truthline._cli_common import (
     workspace,
 )
 from truthline.errors import TruthlineError
-from truthline.workspace import list_templates
+
+if TYPE_CHECKING:
+    from typer import _click
+
+# Sub-commands imported on first use: name -> (module, attribute, one-line help).
+# The help line is shown by ``truthline --help``; keep it in step with the stage's own help.
+LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "dashboard": (
+        "truthline.dashboards._cli",
+        "dashboard",
+        "Start the dashboards on http://127.0.0.1:PORT and serve until Ctrl-C.",
+    ),
+    "demo": (
+        "truthline.demo._cli",
+        "demo",
+        "Run the whole loop unattended on SIMULATED CCTV clips.",
+    ),
+    "prefill": (
+        "truthline.prefill._cli",
+        "app",
+        "Pre-annotate items with a VLM or detector; mine videos into clips and frames.",
+    ),
+    "models": ("truthline.prefill._cli", "models_app", "Check model specs and endpoints."),
+    "annotate": (
+        "truthline.annotate._cli",
+        "app",
+        "Run Label Studio; push blind, anchored and review projects; pull annotations.",
+    ),
+    "audit": (
+        "truthline.audit._cli",
+        "app",
+        "Provenance audit (blind vs anchored), annotator exclusion, gold with provenance.",
+    ),
+    "stats": (
+        "truthline.stats._cli",
+        "app",
+        "Rater-agreement statistics with confidence intervals (METRICS.md §2).",
+    ),
+    "benchmark": (
+        "truthline.benchmark._cli",
+        "app",
+        "Evaluate models on gold with the scoring contract; report and export.",
+    ),
+}
+
+
+class _LazyGroup(TyperGroup):
+    """The root group: stage sub-commands are imported when invoked, not when listed."""
+
+    _listing = False
+
+    def list_commands(self, ctx: _click.Context) -> list[str]:
+        return [*super().list_commands(ctx), *(n for n in LAZY_COMMANDS if n not in self.commands)]
+
+    def get_command(self, ctx: _click.Context, cmd_name: str) -> _click.Command | None:
+        cmd = super().get_command(ctx, cmd_name)
+        if cmd is not None or cmd_name not in LAZY_COMMANDS:
+            return cmd
+        module, attr, short = LAZY_COMMANDS[cmd_name]
+        if self._listing:  # the help page only needs the name and the line
+            return typer.core.TyperCommand(name=cmd_name, help=short, callback=None)
+        cmd = _load_command(cmd_name, module, attr)
+        self.commands[cmd_name] = cmd
+        return cmd
+
+    def resolve_command(
+        self, ctx: _click.Context, args: list[str]
+    ) -> tuple[str | None, _click.Command | None, list[str]]:
+        from typer._click.exceptions import UsageError
+
+        try:
+            return super().resolve_command(ctx, args)
+        except UsageError as exc:  # suggest the lazy names too ("Did you mean 'audit'?")
+            if args and "Did you mean" not in exc.message:
+                from difflib import get_close_matches
+
+                matches = get_close_matches(args[0], self.list_commands(ctx))
+                if matches:
+                    names = ", ".join(repr(m) for m in matches)
+                    exc.message = f"{exc.message.rstrip('.')}. Did you mean {names}?"
+            raise
+
+    def format_help(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
+
+def _load_command(name: str, module: str, attr: str) -> _click.Command:
+    """Import a stage's Typer app (or command function) and build it as ``app.add_typer`` /
+    ``app.command`` would have."""
+    import importlib
+
+    from typer.main import get_command_from_info, get_group_from_info
+    from typer.models import CommandInfo, TyperInfo
+
+    obj = getattr(importlib.import_module(module), attr)
+    opts: dict[str, Any] = {
+        "pretty_exceptions_short": app.pretty_exceptions_short,
+        "rich_markup_mode": app.rich_markup_mode,
+    }
+    if isinstance(obj, typer.Typer):
+        return get_group_from_info(
+            TyperInfo(obj, name=name), suggest_commands=app.suggest_commands, **opts
+        )
+    return get_command_from_info(CommandInfo(name=name, callback=obj), **opts)
+
 
 app = typer.Typer(
     name="truthline",
@@ -33,6 +148,7 @@ app = typer.Typer(
     "The loop: prefill (a VLM pre-annotates) -> annotate (Label Studio, blind and anchored arms) "
     "-> audit (agreement, anchoring, gold with provenance) -> benchmark (scored runs, export).",
     no_args_is_help=True,
+    cls=_LazyGroup,
     rich_markup_mode="rich",
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -70,7 +186,12 @@ def _root(
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
     ] = False,
 ) -> None:
-    ctx.obj = State(workspace=workspace_dir, db=db)
+    global _STATE
+    ctx.obj = _STATE = State(workspace=workspace_dir, db=db)
+
+
+_STATE: State | None = None
+"""The invocation's state, for the error net in ``main`` (it names the store)."""
 
 
 # -- init / projects ---------------------------------------------------------------------
@@ -104,6 +225,10 @@ app.add_typer(projects_app, name="projects")
 @projects_app.command("list")
 def projects_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Projects in the workspace, with their media kind and field count."""
+    from rich.table import Table
+
+    from truthline.workspace import list_templates
+
     ws = workspace(ctx)
     rows = []
     for n in ws.project_names():
@@ -133,6 +258,8 @@ def projects_list(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 @projects_app.command("templates")
 def projects_templates(as_json: JsonOpt = False) -> None:
     """Bundled project templates that `truthline init` can copy."""
+    from truthline.workspace import list_templates
+
     names = list_templates()
     emit(names, as_json, lambda: console.print("\n".join(names)))
 
@@ -196,10 +323,14 @@ def items_import(
 def items_list(
     ctx: typer.Context,
     project: ProjectOpt = None,
-    limit: Annotated[int, typer.Option("--limit", help="Show at most N items (0 = all).")] = 50,
+    limit: Annotated[
+        int, typer.Option("--limit", min=0, help="Show at most N items (0 = all).")
+    ] = 50,
     as_json: JsonOpt = False,
 ) -> None:
     """Items of a project with their media and metadata."""
+    from rich.table import Table
+
     ws = workspace(ctx)
     proj = ws.registered(project)
     rows = ws.store.items(proj.name)
@@ -231,6 +362,8 @@ def items_list(
 @app.command()
 def status(ctx: typer.Context, project: ProjectOpt = None, as_json: JsonOpt = False) -> None:
     """Counts per stage: items, predictions, annotations per arm and tier, gold, runs."""
+    from rich.table import Table
+
     ws = workspace(ctx)
     proj = ws.registered(project)
     data = ws.store.status(proj.name)
@@ -256,38 +389,106 @@ def status(ctx: typer.Context, project: ProjectOpt = None, as_json: JsonOpt = Fa
     emit(data, as_json, render)
 
 
-# -- stage sub-apps ----------------------------------------------------------------------
-def _mount() -> None:
-    from truthline.annotate._cli import app as annotate_app
-    from truthline.audit._cli import app as audit_app
-    from truthline.benchmark._cli import app as benchmark_app
-    from truthline.dashboards._cli import dashboard
-    from truthline.demo._cli import demo
-    from truthline.prefill._cli import app as prefill_app
-    from truthline.prefill._cli import models_app
-    from truthline.stats._cli import app as stats_app
+def _say(message: str) -> None:
+    from rich.text import Text
 
-    app.add_typer(prefill_app, name="prefill")
-    app.add_typer(models_app, name="models")
-    app.add_typer(annotate_app, name="annotate")
-    app.add_typer(audit_app, name="audit")
-    app.add_typer(stats_app, name="stats")
-    app.add_typer(benchmark_app, name="benchmark")
-    app.command("dashboard")(dashboard)
-    app.command("demo")(demo)
+    err_console.print(Text.assemble(("error: ", "bold red"), message), soft_wrap=True)
 
 
-_mount()
+_PATH_LOCALS = {"self", "path", "file", "filename", "source", "filepath_or_buffer", "csv_path"}
+
+
+def _input_file(exc: BaseException) -> str | None:
+    """The file an error happened in, found in the failing frames (innermost first): an open
+    file object's name, or a path-like local of the reading function."""
+    import io
+
+    tb = exc.__traceback__
+    frames = []
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    for frame in reversed(frames):
+        for name, value in frame.f_locals.items():
+            fname = getattr(value, "name", None) if isinstance(value, io.IOBase) else None
+            if isinstance(fname, str):
+                return fname
+            if name in _PATH_LOCALS and isinstance(value, str | Path) and Path(value).is_file():
+                return str(value)
+    return None
+
+
+def _store_shown() -> str:
+    st = _STATE
+    if st is not None and st._ws is not None:
+        from truthline.store import redact_url
+
+        url = st._ws.url
+        return url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else redact_url(url)
+    return "the store"
+
+
+def expected_failure(exc: BaseException) -> str | None:
+    """One line for a failure of the user's input or environment, or None for a bug.
+
+    Anything not recognised here is a bug and keeps its traceback."""
+    mod = type(exc).__module__.split(".")[0]
+    if isinstance(exc, UnicodeDecodeError):
+        where = _input_file(exc)
+        what = f"file {where}" if where else "an input file"
+        return (
+            f"{what} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+            f"{exc.start}); save it as UTF-8"
+        )
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        where = f" writing {exc.filename}" if exc.filename else ""
+        return f"no space left on the device{where}; free some space and rerun (saved work is kept)"
+    if isinstance(exc, OSError) and exc.filename is not None:
+        reason = exc.strerror or str(exc)
+        target = f"{exc.filename} -> {exc.filename2}" if exc.filename2 else str(exc.filename)
+        hint = ""
+        if isinstance(exc, FileNotFoundError):
+            hint = " (check the path; create missing folders first)"
+        elif isinstance(exc, PermissionError):
+            hint = " (check the permissions, or use another --workspace / --out)"
+        return f"{target}: {reason}{hint}"
+    if mod in ("_csv", "csv") and type(exc).__name__ == "Error":
+        where = _input_file(exc)
+        extra = ""
+        if "field larger than field limit" in str(exc):
+            extra = "; a cell that large is not metadata: check the file's quoting"
+        return f"{'file ' + where if where else 'a CSV file'}: {exc}{extra}"
+    if mod == "pyarrow":
+        where = _input_file(exc)
+        return f"{'file ' + where if where else 'Parquet/Arrow data'}: cannot be read: {exc}"
+    if mod == "pandas" and type(exc).__name__ in ("ParserError", "EmptyDataError"):
+        where = _input_file(exc)
+        return f"{'file ' + where if where else 'a table file'}: cannot be read: {exc}"
+    if mod == "sqlalchemy" and type(exc).__name__ in (
+        "OperationalError",
+        "DatabaseError",
+        "DataError",
+    ):
+        orig = str(getattr(exc, "orig", exc)).strip().splitlines()
+        return f"{_store_shown()}: {orig[0] if orig else type(exc).__name__}"
+    return None
 
 
 def main() -> None:
-    """Entry point: user errors become one clear message and exit code 1."""
+    """Entry point: user errors become one clear message and exit code 1.
+
+    Expected failures of input or environment (bad encodings, missing or unwritable
+    files, unreadable tables, database errors) also give one line and exit 1; anything else
+    is a bug and keeps its traceback. ``TRUTHLINE_DEBUG=1`` shows the traceback always."""
+    debug = os.environ.get("TRUTHLINE_DEBUG", "") not in ("", "0")
     try:
         rc = app(standalone_mode=False)
     except TruthlineError as exc:
-        from rich.text import Text
+        if debug:
+            import traceback
 
-        err_console.print(Text.assemble(("error: ", "bold red"), str(exc)), soft_wrap=True)
+            traceback.print_exc()
+        _say(str(exc))
         sys.exit(1)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
@@ -298,12 +499,16 @@ def main() -> None:
         err_console.print("interrupted")
         sys.exit(130)
     except Exception as exc:
-        # click's usage errors (typer may vendor click) carry their own exit code (2)
+        # click's usage errors (typer vendors click) carry their own exit code (2)
         code = getattr(exc, "exit_code", None)
         if hasattr(exc, "show") and isinstance(code, int):
             exc.show()
             sys.exit(code)
-        raise
+        message = expected_failure(exc)
+        if message is None or debug:
+            raise
+        _say(message)
+        sys.exit(1)
     sys.exit(rc if isinstance(rc, int) else 0)
 
 

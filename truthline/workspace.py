@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from truthline._names import check_project_name, inside
 from truthline.errors import TruthlineError
 from truthline.project import DEFINITION_NAMES, Project, load_project
 from truthline.store import Store
@@ -68,7 +69,13 @@ class Workspace:
 
     @cached_property
     def store(self) -> Store:
-        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise TruthlineError(
+                f"cannot create the workspace folder {self.root}: {exc.strerror}; "
+                "pass --workspace with a folder you can write"
+            ) from None
         return Store(self.url)
 
     # -- projects ---------------------------------------------------------------------
@@ -94,6 +101,7 @@ class Workspace:
                     f"several projects in {self.root} ({', '.join(names)}); pass --project NAME"
                 )
             name = names[0]
+        check_project_name(name, "--project")
         if name not in self._projects:
             if name not in names:
                 raise TruthlineError(
@@ -113,17 +121,24 @@ class Workspace:
                 f"unknown template {template!r} (bundled: {known}; or give a folder path)"
             )
         tmpl = load_project(src)  # validate before copying anything
-        name = name or tmpl.name
-        dest = self.projects_dir / name
+        name = check_project_name(name or tmpl.name, "--name" if name else "template name")
+        dest = inside(self.projects_dir, name, what="project folder")
         if dest.exists() and not force:
             if any((dest / n).is_file() for n in DEFINITION_NAMES):
                 project = self.project(name)
                 self.store.upsert_project(project, str(project.source))
                 return project
             raise TruthlineError(f"{dest} exists and is not a project; remove it or pass --force")
-        if dest.exists():
+        if dest.is_symlink() or dest.is_file():
+            dest.unlink()  # never follow a link out of the workspace
+        elif dest.exists():
             shutil.rmtree(dest)
-        shutil.copytree(src, dest, ignore=shutil.ignore_patterns("__pycache__"))
+        try:
+            shutil.copytree(src, dest, ignore=shutil.ignore_patterns("__pycache__"))
+        except OSError as exc:
+            raise TruthlineError(
+                f"cannot copy the template into {dest}: {exc.strerror or exc}"
+            ) from None
         if name != tmpl.name:
             _rename(dest, name)
         self._projects.pop(name, None)

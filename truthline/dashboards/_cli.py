@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -97,14 +99,35 @@ def dashboard(
         print_json(info)
     else:
         console.print(f"[green]dashboards[/] at {url}  (Ctrl-C stops them)")
-    try:
-        rc = proc.wait()
-    except KeyboardInterrupt:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        raise typer.Exit(0) from None
+    rc, stopped = _serve(proc)
+    if stopped:
+        raise typer.Exit(0)
     if rc != 0:
         raise TruthlineError(f"streamlit exited with status {rc}")
+
+
+def _serve(proc: subprocess.Popen[bytes]) -> tuple[int, bool]:
+    """Wait for Streamlit; SIGTERM or SIGINT to us is passed on to it and awaited, so no
+    server is left listening. Returns its exit status and whether we were told to stop."""
+    got: list[int] = []
+
+    def forward(signum: int, _frame: object) -> None:
+        got.append(signum)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+
+    old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
+    deadline: float | None = None
+    try:
+        while True:
+            try:
+                return proc.wait(timeout=0.5), bool(got)
+            except subprocess.TimeoutExpired:
+                pass
+            if got and deadline is None:
+                deadline = time.monotonic() + 10
+            if deadline is not None and time.monotonic() > deadline:
+                proc.kill()  # Streamlit ignored SIGTERM for 10 s
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)

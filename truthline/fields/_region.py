@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import numpy as np
+from pydantic import Field
 
 from truthline.fields._base import FieldSpec, FieldType, field_type
 
@@ -17,7 +18,7 @@ BOX_KEYS = ("x", "y", "width", "height")
 
 class RegionSpec(FieldSpec):
     labels: list[str] = []
-    iou: float = 0.5
+    iou: float = Field(0.5, gt=0, le=1)
     """Two boxes match when IoU >= this and their labels are equal."""
     shape: Literal["rectangle"] = "rectangle"
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Literal
+from typing import Any, Literal, Self
+
+from pydantic import Field, model_validator
 
 from truthline.fields._base import FieldSpec, FieldType, field_type
 
@@ -42,12 +44,19 @@ class Boolean(FieldType):
 
 class NumberSpec(FieldSpec):
     unit: str = ""
-    tolerance: float = 0.0
-    """Two values agree when |x - y| <= tolerance (in the declared unit)."""
+    tolerance: float = Field(0.0, ge=0, allow_inf_nan=False)
+    """Two values agree when |x - y| <= tolerance (in the declared unit); finite, >= 0."""
     integer: bool = False
-    min: float | None = None
-    max: float | None = None
+    min: float | None = Field(None, allow_inf_nan=False)
+    max: float | None = Field(None, allow_inf_nan=False)
     scale: Literal["interval", "ratio"] = "interval"
+
+    @model_validator(mode="after")
+    def _range(self) -> Self:
+        """An empty range would reject every value: a typo, never an intent."""
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min ({self.min:g}) is greater than max ({self.max:g})")
+        return self
 
 
 _NUM = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")

@@ -3,7 +3,10 @@
 Items are identified by a key (path relative to the media root, without extension; a
 folder for ``frames`` projects) and a content hash. Re-importing the same media is a
 no-op; changed metadata is updated; an unreadable file is recorded with its reason and
-the import goes on.
+the import goes on. Two files that would share a key (``a.jpg`` and ``a.png``), a metadata
+CSV naming one item twice, and changed pixels under an item that already has labels,
+predictions or results are refused before anything is written: media never change under
+existing labels.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from truthline.errors import TruthlineError
 from truthline.project import Project
@@ -103,7 +106,38 @@ def discover(project: Project, path: Path, root: Path) -> list[Candidate]:
     else:
         for p in media:
             out.append(Candidate(key=p.relative_to(root).with_suffix("").as_posix(), media=[p]))
+    _distinct_keys(out, root)
     return out
+
+
+MAX_KEY = 500
+"""items.key is String(500)."""
+
+
+def _distinct_keys(candidates: list[Candidate], root: Path) -> None:
+    """Every item key names exactly one item: ``a.jpg`` and ``a.png`` would both be ``a``."""
+    seen: dict[str, Candidate] = {}
+    problems: list[str] = []
+    for c in candidates:
+        shown = c.media[0].relative_to(root).as_posix() if c.media else c.key
+        if len(c.key) > MAX_KEY:
+            problems.append(
+                f"{shown}: its item key is {len(c.key)} characters (at most {MAX_KEY}); "
+                "shorten the path below the media root"
+            )
+        first = seen.get(c.key)
+        if first is None:
+            seen[c.key] = c
+            continue
+        a = first.media[0].relative_to(root).as_posix()
+        problems.append(
+            f"{a} and {shown} would both be item {c.key!r}; rename one of them "
+            "(keys are paths without the extension)"
+        )
+    if problems:
+        head = "\n".join(problems[:50])
+        more = f"\n... and {len(problems) - 50} more" if len(problems) > 50 else ""
+        raise TruthlineError(f"media problems (nothing was imported):\n{head}{more}")
 
 
 def read_metadata(
@@ -117,61 +151,88 @@ def read_metadata(
         fh = csv_path.open(newline="", encoding="utf-8-sig")
     except OSError as exc:
         raise TruthlineError(f"{csv_path}: cannot read the metadata CSV: {exc.strerror}") from None
-    with fh:
-        reader = csv.DictReader(fh)
-        cols = reader.fieldnames or []
-        id_col = next(
-            (c for c in ("key", "item", "item_id", "path", "file", "clip") if c in cols), None
-        )
-        if id_col is None:
-            raise TruthlineError(
-                f"{csv_path}: no identifying column; add one named 'key' or 'path' (relative to the media root)"
-            )
-        missing = [s for s in project.strata if s not in cols]
-        if missing:
-            raise TruthlineError(
-                f"{csv_path}: missing strata column(s) {', '.join(missing)} declared in the project's 'strata'"
-            )
-        for rowno, row in enumerate(reader, start=2):
-            if None in row:
-                problems.append(f"{csv_path}: row {rowno}: more cells than the header has columns")
-                continue
-            ident = (row.get(id_col) or "").strip()
-            if not ident:
-                problems.append(f"{csv_path}: row {rowno}, column {id_col!r}: empty")
-                continue
-            cand = (
-                by_key.get(ident)
-                or by_path.get(ident)
-                or by_key.get(Path(ident).with_suffix("").as_posix())
-            )
-            if cand is None:
-                problems.append(
-                    f"{csv_path}: row {rowno}, column {id_col!r}: no media item {ident!r} under {root}"
-                )
-                continue
-            for s in project.strata:
-                if not (row.get(s) or "").strip():
-                    problems.append(
-                        f"{csv_path}: row {rowno}, column {s!r}: empty value for a declared stratum"
-                    )
-            meta = {
-                k: v for k, v in row.items() if k not in (id_col, "sim_truth") and v is not None
-            }
-            if "sim_truth" in row and (row["sim_truth"] or "").strip():
-                try:
-                    cand.sim_truth = json.loads(row["sim_truth"])
-                except json.JSONDecodeError as exc:
-                    problems.append(
-                        f"{csv_path}: row {rowno}, column 'sim_truth': invalid JSON ({exc.msg})"
-                    )
-            cand.meta = meta
-            if project.cluster and meta.get(project.cluster):
-                cand.parent = meta[project.cluster]
+    try:
+        with fh:
+            _read_rows(fh, csv_path, project, by_key, by_path, root, problems)
+    except UnicodeDecodeError as exc:
+        raise TruthlineError(
+            f"{csv_path}: not UTF-8 text (byte {exc.start}); save the metadata CSV as UTF-8"
+        ) from None
+    except csv.Error as exc:
+        raise TruthlineError(f"{csv_path}: not a readable CSV file: {exc}") from None
     if problems:
         head = "\n".join(problems[:50])
         more = f"\n... and {len(problems) - 50} more" if len(problems) > 50 else ""
         raise TruthlineError(f"metadata problems (nothing was imported):\n{head}{more}")
+
+
+def _read_rows(
+    fh: Any,
+    csv_path: Path,
+    project: Project,
+    by_key: dict[str, Candidate],
+    by_path: dict[str, Candidate],
+    root: Path,
+    problems: list[str],
+) -> None:
+    first_row: dict[str, int] = {}
+    reader = csv.DictReader(fh)
+    if reader.fieldnames is None:
+        raise TruthlineError(f"{csv_path}: empty file; a metadata CSV needs a header row")
+    cols = reader.fieldnames
+    id_col = next(
+        (c for c in ("key", "item", "item_id", "path", "file", "clip") if c in cols), None
+    )
+    if id_col is None:
+        raise TruthlineError(
+            f"{csv_path}: no identifying column; add one named 'key' or 'path' (relative to the media root)"
+        )
+    missing = [s for s in project.strata if s not in cols]
+    if missing:
+        raise TruthlineError(
+            f"{csv_path}: missing strata column(s) {', '.join(missing)} declared in the project's 'strata'"
+        )
+    for rowno, row in enumerate(reader, start=2):
+        if None in row:
+            problems.append(f"{csv_path}: row {rowno}: more cells than the header has columns")
+            continue
+        ident = (row.get(id_col) or "").strip()
+        if not ident:
+            problems.append(f"{csv_path}: row {rowno}, column {id_col!r}: empty")
+            continue
+        cand = (
+            by_key.get(ident)
+            or by_path.get(ident)
+            or by_key.get(Path(ident).with_suffix("").as_posix())
+        )
+        if cand is None:
+            problems.append(
+                f"{csv_path}: row {rowno}, column {id_col!r}: no media item {ident!r} under {root}"
+            )
+            continue
+        if cand.key in first_row:
+            problems.append(
+                f"{csv_path}: rows {first_row[cand.key]} and {rowno} both describe item "
+                f"{cand.key!r}; keep one row per item"
+            )
+            continue
+        first_row[cand.key] = rowno
+        for s in project.strata:
+            if not (row.get(s) or "").strip():
+                problems.append(
+                    f"{csv_path}: row {rowno}, column {s!r}: empty value for a declared stratum"
+                )
+        meta = {k: v for k, v in row.items() if k not in (id_col, "sim_truth") and v is not None}
+        if "sim_truth" in row and (row["sim_truth"] or "").strip():
+            try:
+                cand.sim_truth = json.loads(row["sim_truth"])
+            except json.JSONDecodeError as exc:
+                problems.append(
+                    f"{csv_path}: row {rowno}, column 'sim_truth': invalid JSON ({exc.msg})"
+                )
+        cand.meta = meta
+        if project.cluster and meta.get(project.cluster):
+            cand.parent = meta[project.cluster]
 
 
 def import_items(
@@ -205,8 +266,9 @@ def import_items(
     checker = check_video if project.media == "video" else check_image
     from rich.progress import Progress
 
+    checked: list[tuple[Candidate, list[str], str]] = []
     with Progress(disable=not progress, transient=True) as bar:
-        task = bar.add_task("importing media", total=len(candidates))
+        task = bar.add_task("checking media", total=len(candidates))
         for cand in candidates:
             bar.advance(task)
             bad = next(((m, r) for m in cand.media if (r := checker(m))), None)
@@ -216,15 +278,74 @@ def import_items(
                 report.skipped.append((relp, bad[1]))
                 _record_skip(store, project.name, relp, bad[1])
                 continue
-            _clear_skip(store, project.name, rel)  # readable now: drop an earlier skip record
             hashes = [file_hash(m) for m in cand.media]
             chash = (
                 hashes[0]
                 if len(hashes) == 1
                 else hashlib.sha256("".join(hashes).encode()).hexdigest()
             )
-            _upsert(store, project, cand, rel, str(root), chash, report)
+            checked.append((cand, rel, chash))
+    _refuse_changed_media(store, project.name, checked)
+    for cand, rel, chash in checked:
+        _clear_skip(store, project.name, rel)  # readable now: drop an earlier skip record
+        _upsert(store, project, cand, rel, str(root), chash, report)
     return report
+
+
+# Rows that mean someone (a model, an annotator, a benchmark) already saw an item's media.
+_USES = (
+    ("annotations", tables.annotations),
+    ("predictions", tables.predictions),
+    ("model responses", tables.responses),
+    ("Label Studio tasks", tables.ls_tasks),
+    ("gold values", tables.gold),
+    ("benchmark results", tables.run_results),
+)
+
+
+def _refuse_changed_media(
+    store: Store, project: str, checked: list[tuple[Candidate, list[str], str]]
+) -> None:
+    """Changed pixels under an item that already has labels, predictions or results would
+    silently change what those rows describe: refuse, naming the items, before any write."""
+    t = tables.items
+    with store.begin() as conn:
+        old = {
+            k: (i, h)
+            for i, k, h in conn.execute(
+                select(t.c.id, t.c.key, t.c.content_hash).where(t.c.project == project)
+            )
+        }
+        changed = {
+            old[c.key][0]: (c, rel) for c, rel, h in checked if c.key in old and old[c.key][1] != h
+        }
+        if not changed:
+            return
+        uses: dict[int, list[str]] = {}
+        ids = list(changed)
+        for what, table in _USES:
+            for chunk in range(0, len(ids), 500):
+                rows = conn.execute(
+                    select(table.c.item_id, func.count())
+                    .where(table.c.item_id.in_(ids[chunk : chunk + 500]))
+                    .group_by(table.c.item_id)
+                )
+                for item_id, n in rows:
+                    uses.setdefault(item_id, []).append(f"{n} {what}")
+    if not uses:
+        return  # nothing was built on the old media yet: replacing it loses nothing
+    lines = [
+        f"item {changed[i][0].key!r} ({', '.join(changed[i][1])}): its media changed, and it "
+        f"already has {', '.join(u)}"
+        for i, u in sorted(uses.items())
+    ]
+    head = "\n".join(lines[:20])
+    more = f"\n... and {len(lines) - 20} more" if len(lines) > 20 else ""
+    raise TruthlineError(
+        f"media changed under existing labels (nothing was imported):\n{head}{more}\n"
+        "restore the original files, or give the new media a new file name so they are "
+        "imported as new items"
+    )
 
 
 def _record_skip(store: Store, project: str, path: str, reason: str) -> None:

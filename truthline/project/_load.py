@@ -6,6 +6,7 @@ field path, e.g. ``project.toml: fields.workers.fields.action.taxonomy: unknown 
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,9 @@ from truthline.project._model import Project
 
 DEFINITION_NAMES = ("project.toml", "project.yaml", "project.yml")
 
+FIELD_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,99}$")
+"""Field names: '.' and '[' would break field paths such as ``workers[P3].action``."""
+
 
 def _loc(loc: tuple[Any, ...]) -> str:
     return ".".join(str(p) for p in loc)
@@ -28,7 +32,7 @@ def _pyd_problems(exc: ValidationError, prefix: str = "") -> list[tuple[str, str
     out = []
     for err in exc.errors():
         path = _loc(err["loc"])
-        msg = err["msg"]
+        msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown setting (check the spelling)"
         out.append((f"{prefix}.{path}" if prefix and path else prefix or path, msg))
@@ -47,13 +51,49 @@ def find_definition(path: Path) -> Path:
     return path
 
 
+def _yaml_duplicates(node: Any, path: str, problems: list[tuple[str, str]]) -> None:
+    """Every key given twice in one YAML mapping (PyYAML silently keeps the last one)."""
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[Any, int] = {}
+        for knode, vnode in node.value:
+            key = knode.value if isinstance(knode, yaml.ScalarNode) else None
+            sub = f"{path}.{key}" if path else str(key)
+            if key is not None:
+                line = knode.start_mark.line + 1
+                if key in seen:
+                    problems.append(
+                        (sub, f"duplicate key (line {line}; first given on line {seen[key]})")
+                    )
+                else:
+                    seen[key] = line
+            _yaml_duplicates(vnode, sub, problems)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _yaml_duplicates(item, f"{path}.{i}" if path else str(i), problems)
+
+
+def _load_yaml(file: Path, text: str) -> Any:
+    problems: list[tuple[str, str]] = []
+    _yaml_duplicates(yaml.compose(text, Loader=yaml.SafeLoader), "", problems)
+    if problems:
+        raise ProjectError(str(file), problems)
+    return yaml.safe_load(text)
+
+
 def read_raw(file: Path) -> dict[str, Any]:
-    text = file.read_text(encoding="utf-8")
+    try:
+        text = file.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ProjectError(
+            str(file), [("", f"not UTF-8 text (byte {exc.start}); save it as UTF-8")]
+        ) from None
+    except OSError as exc:
+        raise ProjectError(str(file), [("", f"cannot read: {exc.strerror or exc}")]) from None
     try:
         if file.suffix == ".toml":
             data = tomllib.loads(text)
         elif file.suffix in (".yaml", ".yml"):
-            data = yaml.safe_load(text)
+            data = _load_yaml(file, text)
         else:
             raise ProjectError(str(file), [("", "expected a .toml, .yaml or .yml file")])
     except tomllib.TOMLDecodeError as exc:
@@ -95,6 +135,7 @@ def _validate_spec(
             problems.append((f"{path}.fields", "an entity list needs at least one subfield"))
         subs: dict[str, Any] = {}
         for name, sub in spec.fields.items():
+            _check_field_name(name, f"{path}.fields.{name}", problems)
             v = _validate_spec(sub, f"{path}.fields.{name}", problems, depth + 1)
             if v is not None:
                 subs[name] = v
@@ -108,6 +149,17 @@ def _validate_spec(
                     (f"{path}.match_region", f"{spec.match_region!r} is not a region subfield")
                 )
     return spec
+
+
+def _check_field_name(name: str, path: str, problems: list[tuple[str, str]]) -> None:
+    if not FIELD_NAME.match(name):
+        problems.append(
+            (
+                path,
+                "invalid field name: use letters, digits, '_' and '-' (at most 100 characters); "
+                "'.' and '[' separate parts of field paths such as workers[P3].action",
+            )
+        )
 
 
 def _check_choice(
@@ -161,6 +213,7 @@ def validate_data(data: dict[str, Any], file: str, base: Path | None = None) -> 
         problems.append(("fields", "declare at least one field"))
     specs: dict[str, FieldSpec] = {}
     for name, raw in project.fields.items():
+        _check_field_name(name, f"fields.{name}", problems)
         spec = _validate_spec(raw, f"fields.{name}", problems)
         if spec is None:
             continue

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from truthline._names import MAX_NAME, PROJECT_NAME
 from truthline.fields import FieldSpec, FieldType
 
 
@@ -27,7 +28,7 @@ class Taxonomy(_Strict):
     groups: dict[str, str] = {}
     classes: list[TaxonomyClass]
     group_credit: dict[str, float] = {}
-    default_group_credit: float = 0.0
+    default_group_credit: float = Field(0.0, ge=0, le=1)
     note: str = ""
 
     def group_of(self, code: str) -> str | None:
@@ -114,7 +115,7 @@ class BenchmarkSettings(_Strict):
 
 
 class Project(_Strict):
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    name: str = Field(pattern=PROJECT_NAME, max_length=MAX_NAME)
     title: str = ""
     description: str = ""
     media: Literal["image", "video", "frames"]

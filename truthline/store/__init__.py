@@ -6,6 +6,6 @@ Public API: ``Store`` (open + migrate), ``tables`` (the table objects), ``now``,
 
 from truthline.store import _tables as tables
 from truthline.store._migrations import LATEST as SCHEMA_VERSION
-from truthline.store._store import Store, json_hash, now, redact_url
+from truthline.store._store import Store, StoreError, json_hash, now, redact_url
 
-__all__ = ["SCHEMA_VERSION", "Store", "json_hash", "now", "redact_url", "tables"]
+__all__ = ["SCHEMA_VERSION", "Store", "StoreError", "json_hash", "now", "redact_url", "tables"]

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event, func, select
-from sqlalchemy.exc import OperationalError
+from sqlalchemy import Connection, Engine, String, create_engine, event, func, select
+from sqlalchemy.exc import DatabaseError, DataError, DBAPIError, OperationalError
 
 from truthline.errors import TruthlineError
 from truthline.store import _tables as t
@@ -36,39 +38,132 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:  # pragma: no cover - trivial
     cur.close()
 
 
+class StoreError(TruthlineError):
+    """The store cannot be opened or written (read-only, not a database, disk full, too new,
+    a value longer than its column): one line naming the store, never a driver traceback."""
+
+
+def _sqlite_file(url: str) -> Path | None:
+    if not url.startswith("sqlite:///"):
+        return None
+    path, _, query = url.removeprefix("sqlite:///").partition("?")
+    if path.startswith("file:"):  # SQLite URI filename (uri=true): ``file:/path?mode=ro``
+        path = path.removeprefix("file:")
+        if "mode=ro" in query:
+            return Path(path)
+    return Path(path) if path and path != ":memory:" else None
+
+
+def _create_private(path: Path) -> None:
+    """Create a new SQLite file 0600 (SQLite gives its -wal/-shm files the same mode)."""
+    try:
+        if not path.parent.is_dir():
+            path.parent.mkdir(parents=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        if path.parent.is_dir():
+            return  # the store exists: keep its mode
+        raise StoreError(
+            f"cannot create the store file {path}: {path.parent} is not a folder"
+        ) from None
+    except OSError as exc:
+        raise StoreError(
+            f"cannot create the store file {path}: {exc.strerror or exc}; "
+            "pass --workspace (or --db) with a place you can write"
+        ) from None
+    os.close(fd)
+
+
+def _string_lengths() -> dict[str, dict[str, int]]:
+    """Column length limits per table (PostgreSQL enforces them, SQLite does not)."""
+    out: dict[str, dict[str, int]] = {}
+    for table in t.metadata.tables.values():
+        for col in table.columns:
+            if isinstance(col.type, String) and col.type.length:
+                out.setdefault(table.name, {})[col.name] = col.type.length
+    return out
+
+
+def _too_long(exc: DBAPIError) -> str | None:
+    """Which column a too-long value was written to, from the failed statement and params."""
+    m = re.search(r"(?:INSERT INTO|UPDATE)\s+\"?(\w+)", str(exc.statement or ""), re.I)
+    limits = _string_lengths()
+    tables = [m.group(1)] if m and m.group(1) in limits else list(limits)
+    params = exc.params
+    rows = params if isinstance(params, list | tuple) else [params]
+    for row in rows:
+        if not isinstance(row, dict):
+            continue
+        for key, value in row.items():
+            col = re.sub(r"_\d+$", "", str(key))
+            for tname in tables:
+                limit = limits.get(tname, {}).get(col)
+                if limit and isinstance(value, str) and len(value) > limit:
+                    return (
+                        f"{tname}.{col}: a value of {len(value)} characters "
+                        f"({value[:40]!r}...) is longer than the {limit} allowed"
+                    )
+    return None
+
+
 class Store:
     """A migrated database. Writes are short transactions committed as they happen."""
 
     def __init__(self, url: str, *, create: bool = True):
         self.url = url
-        if url.startswith("sqlite:///"):
-            path = url.removeprefix("sqlite:///")
-            if path and path != ":memory:":
-                Path(path).parent.mkdir(parents=True, exist_ok=True)
+        file = _sqlite_file(url)
+        if file is not None and create and "mode=ro" not in url:
+            _create_private(file)
         try:
             self.engine: Engine = create_engine(url, future=True, pool_pre_ping=True)
         except Exception as exc:  # bad URL / missing driver
-            raise TruthlineError(f"cannot open the store at {redact_url(url)}: {exc}") from None
+            raise StoreError(f"cannot open the store at {redact_url(url)}: {exc}") from None
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
         try:
             with self.engine.begin() as conn:
+                have = current_version(conn)
+                if have > LATEST:
+                    raise StoreError(
+                        f"the store at {self.shown}: made by a newer truthline (schema version "
+                        f"{have}; this truthline knows up to {LATEST}); upgrade truthline "
+                        "(pip install -U truthline) to use it"
+                    )
                 if create:
                     migrate(conn)
-                elif current_version(conn) < LATEST:
-                    raise TruthlineError(
+                elif have < LATEST:
+                    raise StoreError(
                         "the store schema is out of date; run any truthline command to migrate"
                     )
-        except OperationalError as exc:
-            raise TruthlineError(
-                f"cannot open the store at {redact_url(url)}: {exc.orig}"
-            ) from None
+        except DBAPIError as exc:
+            self.engine.dispose()
+            raise StoreError(f"cannot open the store at {self.shown}: {_reason(exc)}") from None
+
+    @property
+    def shown(self) -> str:
+        """The store's URL (a file path for SQLite), password hidden: safe to print."""
+        file = _sqlite_file(self.url)
+        return str(file) if file is not None else redact_url(self.url)
 
     @contextmanager
     def begin(self) -> Iterator[Connection]:
-        """A transaction committed on exit (rolled back on error)."""
-        with self.engine.begin() as conn:
-            yield conn
+        """A transaction committed on exit (rolled back on error).
+
+        Errors of the database itself (read-only or garbage file, disk full, a value longer
+        than its column on PostgreSQL) become one StoreError naming the store; integrity
+        errors pass through unchanged for callers that resolve conflicts."""
+        try:
+            with self.engine.begin() as conn:
+                yield conn
+        except DataError as exc:
+            what = _too_long(exc) or _reason(exc)
+            raise StoreError(f"the store at {self.shown} refused a value: {what}") from exc
+        except OperationalError as exc:
+            raise StoreError(f"the store at {self.shown}: {_reason(exc)}") from exc
+        except DatabaseError as exc:
+            if "not a database" in str(exc.orig):
+                raise StoreError(f"the store at {self.shown}: {_reason(exc)}") from exc
+            raise
 
     def close(self) -> None:
         self.engine.dispose()
@@ -81,8 +176,12 @@ class Store:
         ts = now()
         with self.begin() as conn:
             row = conn.execute(
-                select(t.projects.c.name).where(t.projects.c.name == project.name)
+                select(t.projects.c.definition_hash, t.projects.c.source_path).where(
+                    t.projects.c.name == project.name
+                )
             ).first()
+            if row is not None and tuple(row) == (h, source_path):
+                return  # unchanged: a read-only command leaves the store as it was
             values = dict(
                 title=project.title,
                 definition=definition,
@@ -191,6 +290,21 @@ def _nest(rows) -> dict[str, dict[str, int]]:
     for a, b, n in rows:
         out.setdefault(a, {})[b] = n
     return out
+
+
+def _reason(exc: DBAPIError) -> str:
+    """The driver's message, first line only, with a hint for the common cases."""
+    msg = str(exc.orig).strip().splitlines()[0] if str(exc.orig).strip() else type(exc).__name__
+    low = msg.lower()
+    if "readonly" in low or "read-only" in low:
+        msg += " (the file or its folder is read-only; fix the permissions or use another --db)"
+    elif "disk is full" in low or "no space" in low:
+        msg += " (free some disk space and rerun: what was saved is kept)"
+    elif "not a database" in low:
+        msg += " (this file is not a truthline store; pass another --db or --workspace)"
+    elif "unable to open database file" in low:
+        msg += " (the folder is missing or not writable)"
+    return msg
 
 
 def redact_url(url: str) -> str:
