@@ -1,7 +1,8 @@
 """`truthline stats`: rater-agreement statistics with confidence intervals.
 
-Input is a CSV (wide: one row per unit, one column per rater, blanks = missing; long:
-unit, rater, value) or the store (``--project P --field PATH``).
+Input is a CSV or Parquet file (wide: one row per unit, one column per rater, blanks =
+missing; long: unit, rater, value; see ``_table`` for typing, set cells and rater
+columns) or the store (``--project P --field PATH``).
 """
 
 from __future__ import annotations
@@ -16,11 +17,18 @@ from rich.table import Table
 
 from truthline._cli_common import JsonOpt, ProjectOpt, console, emit, workspace, ws_project
 from truthline.stats._ci import agreement
-from truthline.stats._ratings import AgreementError, Ratings, as_ratings, from_long
+from truthline.stats._ratings import AgreementError, Ratings
 from truthline.stats._structure import (
     disagreement_structure,
     leave_one_out,
     scorer_vs_majority,
+)
+from truthline.stats._table import (
+    load_ratings,
+    need_columns,
+    rater_columns,
+    read_table,
+    typed_table,
 )
 
 app = typer.Typer(
@@ -95,82 +103,14 @@ ArmOpt = Annotated[
 TierOpt = Annotated[int | None, typer.Option("--tier", help="Store mode: 1 annotators, 2 experts.")]
 ResamplesOpt = Annotated[int, typer.Option("--resamples", min=0, help="Bootstrap resamples.")]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Bootstrap seed (recorded with the CI).")]
-
-
-def _read_csv(path: Path) -> Any:
-    import pandas as pd
-
-    if not path.exists():
-        raise AgreementError(f"{path}: no such file")
-    df = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
-    df.columns = [str(c).strip() for c in df.columns]
-    return df
-
-
-def _need_columns(df: Any, path: Path, *cols: str | None) -> None:
-    """Refuse a named column (``--cluster`` and the like) that the CSV does not have."""
-    for col in cols:
-        if col and col not in df.columns:
-            raise AgreementError(f"{path}: no column {col!r} (columns: {', '.join(df.columns)})")
-
-
-def _typed(series: Any) -> list[Any]:
-    """Column values as numbers when the whole column is numeric, else strings."""
-    import pandas as pd
-
-    num = pd.to_numeric(series, errors="coerce")
-    if num.notna().sum() == series.notna().sum():
-        return [None if pd.isna(x) else float(x) for x in num]
-    return [None if pd.isna(x) else str(x) for x in series]
-
-
-def load_csv(
-    path: Path,
-    fmt: Fmt,
-    *,
-    unit_col: str | None,
-    cluster: str | None,
-    strata: str | None,
-    level: str,
-    categories: list[str] | None,
-) -> Ratings:
-    """A ratings CSV (wide or long) as encoded ``Ratings`` with clusters/strata attached."""
-    df = _read_csv(path)
-    if fmt == Fmt.wide:
-        _need_columns(df, path, cluster, strata)
-    cats: list[Any] | None = categories
-    if fmt == Fmt.long:
-        need = ["unit", "rater", "value"] + [c for c in (cluster, strata) if c]
-        missing = [c for c in need if c not in df.columns]
-        if missing:
-            raise AgreementError(f"{path}: long format needs columns {need}; missing {missing}")
-        values = _typed(df["value"])
-        if cats is not None and all(isinstance(v, float) or v is None for v in values):
-            cats = [float(c) for c in cats]
-        return from_long(
-            list(df["unit"]),
-            list(df["rater"]),
-            values,
-            cluster=list(df[cluster]) if cluster else None,
-            stratum=list(df[strata]) if strata else None,
-            categories=cats,
-            level=level,
-        )
-    ucol = unit_col or ("unit" if "unit" in df.columns else None)
-    if unit_col and unit_col not in df.columns:
-        raise AgreementError(f"{path}: no column {unit_col!r}")
-    raters = [c for c in df.columns if c not in {ucol, cluster, strata}]
-    if not raters:
-        raise AgreementError(f"{path}: no rater columns")
-    cols = [_typed(df[c]) for c in raters]
-    if cats is not None and all(isinstance(v, float) or v is None for c in cols for v in c):
-        cats = [float(c) for c in cats]
-    rows = [list(x) for x in zip(*cols, strict=True)]
-    units = list(df[ucol]) if ucol else [str(i + 1) for i in range(len(df))]
-    r = as_ratings(rows, categories=cats, units=units, raters=raters, level=level)
-    r.clusters = list(df[cluster]) if cluster else None
-    r.strata = list(df[strata]) if strata else None
-    return r
+RatersOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--raters",
+        help="Wide file: comma-separated rater columns (default: every column not used by "
+        "--unit-col/--cluster/--strata; a column named like cluster/parent/site is refused).",
+    ),
+]
 
 
 def _source(
@@ -187,14 +127,22 @@ def _source(
     strata: str | None = None,
     level: str | None = None,
     categories: str | None = None,
+    raters: str | None = None,
 ) -> tuple[Ratings, str, str]:
     """Ratings from a CSV ``file``, else from the store (``--field``); with their level and a
     label of where they came from."""
     cats = [c.strip() for c in categories.split(",")] if categories else None
     if file is not None:
         lvl = level or "nominal"
-        r = load_csv(
-            file, fmt, unit_col=unit_col, cluster=cluster, strata=strata, level=lvl, categories=cats
+        r = load_ratings(
+            file,
+            fmt.value,
+            unit_col=unit_col,
+            cluster=cluster,
+            strata=strata,
+            level=lvl,
+            categories=cats,
+            raters=[c.strip() for c in raters.split(",") if c.strip()] if raters else None,
         )
         return r, lvl, str(file)
     if not field:
@@ -251,6 +199,7 @@ def agreement_cmd(
     cluster: ClusterOpt = None,
     strata: StrataOpt = None,
     unit_col: UnitOpt = None,
+    raters: RatersOpt = None,
     categories: CatOpt = None,
     tolerance: Annotated[
         float | None,
@@ -277,6 +226,7 @@ def agreement_cmd(
         strata=strata,
         level=level.value if level else None,
         categories=categories,
+        raters=raters,
         project=project,
         field=field,
         arm=arm,
@@ -285,9 +235,12 @@ def agreement_cmd(
     if tolerance is not None:
         r.meta["tolerance"] = tolerance
     names = [c.value for c in (coef or [Coef.alpha])]
-    results = agreement(
-        r, names, level=lvl, weights=weights.value, ci=ci.value, resamples=resamples, seed=seed
-    )
+    try:
+        results = agreement(
+            r, names, level=lvl, weights=weights.value, ci=ci.value, resamples=resamples, seed=seed
+        )
+    except AgreementError as exc:
+        raise AgreementError(f"{what}: {exc}") from None
     data = {
         "source": what,
         "units": r.n_units,
@@ -358,6 +311,7 @@ def loo_cmd(
     seed: SeedOpt = 0,
     cluster: ClusterOpt = None,
     unit_col: UnitOpt = None,
+    raters: RatersOpt = None,
     project: ProjectOpt = None,
     field: FieldOpt = None,
     arm: ArmOpt = None,
@@ -370,6 +324,7 @@ def loo_cmd(
         file,
         fmt,
         unit_col=unit_col,
+        raters=raters,
         cluster=cluster,
         project=project,
         field=field,
@@ -418,14 +373,20 @@ def scorer_cmd(
     seed: SeedOpt = 0,
     cluster: ClusterOpt = None,
     unit_col: UnitOpt = None,
+    raters: RatersOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """A scorer column vs the rater majority on a held-out split (RealityBench protocol)."""
-    df = _read_csv(file)
-    _need_columns(df, file, scorer, gray, cluster)
+    df = read_table(file)
+    need_columns(df, file, scorer, gray, cluster, unit_col)
     ucol = unit_col or ("unit" if "unit" in df.columns else None)
-    raters = [c for c in df.columns if c not in {ucol, scorer, gray, cluster}]
-    cols = [_typed(df[c]) for c in [*raters, scorer]]
+    names = rater_columns(
+        df,
+        file,
+        [c.strip() for c in raters.split(",") if c.strip()] if raters else None,
+        [ucol, scorer, gray, cluster],
+    )
+    cols = typed_table(df, [*names, scorer], None)
     rows = [list(x) for x in zip(*cols, strict=True)]
     gray_mask = (
         [str(v).strip().lower() not in ("", "0", "false", "no", "nan") for v in df[gray]]
@@ -473,7 +434,7 @@ def _group_map(groups: Path | None, group: list[str] | None) -> dict[str, str]:
     """Category -> taxonomy group from ``--groups FILE`` (category,group rows) and ``--group``."""
     out: dict[str, str] = {}
     if groups is not None:
-        df = _read_csv(groups)
+        df = read_table(groups)
         if len(df.columns) < 2:
             raise AgreementError(f"{groups}: needs two columns, category and group")
         for cat, grp in zip(df.iloc[:, 0], df.iloc[:, 1], strict=True):
@@ -516,6 +477,7 @@ def structure_cmd(
         typer.Option("--group", help="CATEGORY=GROUP; repeatable (adds to / overrides --groups)."),
     ] = None,
     unit_col: UnitOpt = None,
+    raters: RatersOpt = None,
     project: ProjectOpt = None,
     field: FieldOpt = None,
     arm: ArmOpt = None,
@@ -528,6 +490,7 @@ def structure_cmd(
         file,
         fmt,
         unit_col=unit_col,
+        raters=raters,
         project=project,
         field=field,
         arm=arm,
