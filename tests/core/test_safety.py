@@ -3,6 +3,7 @@ never changing under labels, the CLI's error net, lazy start-up, and the dashboa
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -367,10 +368,8 @@ def test_dashboard_stops_streamlit_on_sigterm_and_sigint(tmp_path, sig):
         proc.send_signal(sig)
         assert proc.wait(timeout=30) == 0
     finally:  # Streamlit shares the session: nothing of this test outlives it
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     time.sleep(0.5)
     assert not _listening(port), "Streamlit is still listening after truthline stopped"
     with socket.socket() as s:
