@@ -58,3 +58,16 @@ def test_no_annotations_is_a_clear_message(empty_ws, run_app):
     at = run_app(empty_ws, page="audit")
     assert not at.exception, at.exception
     assert any("no annotations" in i.value and "annotate pull" in i.value for i in at.info)
+
+
+def test_thin_designs_are_named_and_warned(sim_ws, run_app, audit_dict):
+    """The SIMULATED loop has 30 videos, but the direction rates rest on 8 of them: the
+    page warns (st.warning) and shows how many clusters each interval resampled."""
+    rate = audit_dict["direction"]["all"]["harmful_anchoring"]["rate"]
+    assert rate["clusters"] < 20 and rate["warning"]
+    at = run_app(sim_ws, page="audit")
+    assert not at.exception, at.exception
+    assert any("Thin resampling design" in w.value for w in at.warning)
+    assert any(f"{rate['clusters']} clusters" in w.value for w in at.warning)
+    assert any("clusters" in df.value.columns for df in at.dataframe)
+    assert any("over 30 clusters" in c.value for c in at.caption)

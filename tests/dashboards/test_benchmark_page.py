@@ -57,3 +57,24 @@ def test_no_runs_says_what_to_do(empty_ws, run_app):
     at = run_app(empty_ws, page="benchmark")
     assert not at.exception
     assert "benchmark run" in at.info[0].value
+
+
+def test_leaderboard_names_the_clusters_of_each_interval(sim_ws, run_app):
+    """Each accuracy interval is shown with the number of clusters it resampled, and the
+    blind gold slice (few videos) comes with a thin-design warning."""
+    project = sim_ws.project()
+    run_id = list_runs(sim_ws.store, project.name)[0]["run_id"]
+    at = run_app(sim_ws, page="benchmark")
+    assert not at.exception, at.exception
+    lb = _frame(at, "accuracy_point")
+    want = leaderboard(sim_ws.store, project, [run_id])
+    assert lb["accuracy_clusters"].tolist() == [r["accuracy"]["clusters"] for r in want]
+    cg = compare_gold(sim_ws.store, project, run_id)
+    thin = [
+        m[sl]
+        for m in cg["models"]
+        for sl in ("blind", "anchored", "vlm-sourced")
+        if m.get(sl) and m[sl].get("warning")
+    ]
+    assert thin  # the blind slice sits on 15 of the 30 videos
+    assert any(f"{thin[0]['clusters']} clusters" in w.value for w in at.warning)

@@ -50,7 +50,7 @@ class Est:
     ``share``: per covered item (successes, trials) of a count proportion.
     """
 
-    __slots__ = ("_boot", "_thunk", "cov", "n", "point", "share", "stat")
+    __slots__ = ("_boot", "_thunk", "bounds", "cov", "n", "point", "share", "stat")
 
     def __init__(
         self,
@@ -69,6 +69,8 @@ class Est:
         self.cov = np.zeros(0, dtype=np.int64) if cov is None else cov
         self.stat = stat
         self.share = share
+        self.bounds: tuple[float, float] | None = (0.0, 1.0) if share is not None else None
+        """Where the statistic lives (a jackknife-t interval is clipped to it)."""
 
     @property
     def boot(self) -> np.ndarray:
@@ -211,7 +213,9 @@ class Boot:
             def stat(V: np.ndarray) -> np.ndarray:
                 return np.asarray(kappa_from_sums(V @ Fi, k), dtype=float)
 
-        return Est(point, np.asarray(boot, dtype=float), len(cov), cov=cov, stat=stat)
+        est = Est(point, np.asarray(boot, dtype=float), len(cov), cov=cov, stat=stat)
+        est.bounds = (-1.0, 1.0)
+        return est
 
     def ci(self, est: Est) -> CI:
         """The estimate's CI on its own design: the clusters it covers, the thin-design
@@ -232,7 +236,7 @@ class Boot:
                 resamples=self.resamples,
                 seed=self.seed,
                 boot=est.boot,
-                bounds=(0.0, 1.0) if est.share is not None else None,
+                bounds=est.bounds,
             )
             ci = replace(ci, n=est.n)
         else:

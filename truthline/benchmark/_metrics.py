@@ -109,6 +109,9 @@ def _units(
     return _Units(inv, n, per_unit(clusters), per_unit(strata))
 
 
+UNIT = (0.0, 1.0)
+"""Bounds of a share, F-score or calibration error."""
+
 Stat = Callable[[np.ndarray], Any]
 """Statistic of unit multiplicities (B x units) -> B values: what a jackknife re-evaluates."""
 
@@ -120,13 +123,15 @@ def _ci(
     u: _Units,
     stat: Stat | None = None,
     share: tuple[np.ndarray, np.ndarray] | None = None,
+    bounds: tuple[float, float] | None = None,
 ) -> CI:
     """The CI of one statistic, honest about its design: the ``CI`` records the clusters
     and strata resampled and the thin-design warning; with fewer than 20 clusters (and a
     ``stat`` to re-evaluate) it is ``stats.design_ci``'s cluster jackknife-t, never
     narrower than the item bootstrap. ``share`` = per-unit (successes, trials) of a
     proportion: the interval is widened to at least the (cluster-adjusted) Wilson one,
-    so it cannot collapse to zero width at 0 or 1."""
+    so it cannot collapse to zero width at 0 or 1. ``bounds``: where the statistic lives
+    (a jackknife-t interval is clipped to it; shares default to [0, 1])."""
     d = u.design
     nan = float("nan")
     if boot is None or rs.resamples == 0 or (d.n_clusters is not None and d.n_clusters < 2):
@@ -152,7 +157,7 @@ def _ci(
             seed=rs.seed,
             level=rs.level,
             boot=boot,
-            bounds=(0.0, 1.0) if share is not None else None,
+            bounds=bounds if bounds is not None else (0.0, 1.0) if share is not None else None,
         )
     else:
         ci = percentile_ci(
@@ -366,7 +371,7 @@ def macro_f1(
     if rs.resamples and u.n:
         W = u.matrix(rs)
         boot = stat(W @ tp, W @ fp, W @ fn)
-    return _ci(point, boot, rs, u, lambda V: stat(V @ tp, V @ fp, V @ fn))
+    return _ci(point, boot, rs, u, lambda V: stat(V @ tp, V @ fp, V @ fn), bounds=UNIT)
 
 
 # -- binary decisions ----------------------------------------------------------------------
@@ -408,7 +413,7 @@ def binary_scores(
 
     for name, fn_ in stats.items():
         boot = fn_(W @ TP, W @ FP, W @ FN, W @ TN) if W is not None else None
-        out[name] = _ci(float(fn_(*sums)), boot, rs, u, on(fn_))
+        out[name] = _ci(float(fn_(*sums)), boot, rs, u, on(fn_), bounds=UNIT)
     out["counts"] = {k: int(v) for k, v in zip(("tp", "fp", "fn", "tn"), sums, strict=True)}
     return out
 
@@ -491,6 +496,7 @@ def f_beta(
         rs,
         u,
         lambda V: stat(V @ TP, V @ FP, V @ FN),
+        bounds=UNIT,
     )
 
 
@@ -539,6 +545,7 @@ def ece(
             rs,
             u,
             lambda V: stat(V @ N, V @ C, V @ A),
+            bounds=UNIT,
         ),
         "mean_confidence": float(conf.mean()) if len(conf) else float("nan"),
         "accuracy": float(corr.mean()) if len(corr) else float("nan"),

@@ -17,15 +17,34 @@ def csv_bytes(table: pd.DataFrame) -> bytes:
     return table.to_csv(index=False).encode("utf-8")
 
 
-def chart(fig: Any, table: pd.DataFrame, name: str, *, caption: str | None = None) -> None:
+def design_warning(*sources: Any) -> None:
+    """``st.warning`` with the thin-design note of the intervals in ``sources`` (if any)."""
+    from truthline.audit._cifmt import design_note
+
+    note = design_note(sources)
+    if note:
+        st.warning(note)
+
+
+def chart(
+    fig: Any,
+    table: pd.DataFrame,
+    name: str,
+    *,
+    caption: str | None = None,
+    sources: list[Any] | None = None,
+) -> None:
     """Render ``fig`` (plotly or altair) with a table view of ``table`` and its CSV download.
 
     ``name`` titles the chart and names the CSV file; it must be unique on the page.
+    ``sources``: the results its intervals came from; a thin design shows a warning.
     """
     slug = _slug(name)
     st.markdown(f"**{name}**")
     if caption:
         st.caption(caption)
+    if sources:
+        design_warning(*sources)
     if table.empty:
         st.info(f"{name}: no data yet.")
         return

@@ -20,7 +20,14 @@ def ci_row(ci: Any, prefix: str = "") -> dict[str, Any]:
     else:
         vals = {k: getattr(ci, k, None) for k in ("point", "low", "high")}
     p = f"{prefix}_" if prefix else ""
-    return {f"{p}{k}": (float(v) if v is not None else float("nan")) for k, v in vals.items()}
+    out: dict[str, Any] = {
+        f"{p}{k}": (float(v) if v is not None else float("nan")) for k, v in vals.items()
+    }
+    # the design beside the interval: how many clusters it resampled (issue 13)
+    clusters = ci.get("clusters") if isinstance(ci, dict) else getattr(ci, "clusters", None)
+    if clusters is not None:
+        out[f"{p}clusters"] = int(clusters)
+    return out
 
 
 def _err(df: pd.DataFrame, p: str) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
-from truthline.dashboards._charts import chart
+from truthline.dashboards._charts import chart, design_warning
 from truthline.dashboards._context import Context
 from truthline.dashboards._frame import cached
 from truthline.dashboards._plots import ci_bars, ci_row, forest
@@ -364,11 +364,15 @@ def audit(ctx: Context) -> None:
         return
     for w in res.get("warnings", []):
         st.warning(w)
+    design_warning(res)
     s, c = res["settings"], res["counts"]
     st.caption(
         f"{c['annotated_items']} annotated items, {c['decisions_with_expert']} decisions with an "
         f"expert reference; prefill {s['model_version']}; {s['resamples']} resamples "
-        f"({s['scheme']}), seed {s['seed']}"
+        f"({s['scheme']}"
+        + (f" over {s['clusters']} clusters" if s.get("clusters") else "")
+        + f"), seed {s['seed']}; the clusters column beside each interval says how many "
+        "clusters it resampled"
     )
     fields = list(s["fields"])
     chosen = st.multiselect("Fields", fields, default=fields, key="audit-fields")

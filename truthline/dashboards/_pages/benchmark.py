@@ -62,7 +62,13 @@ def _leaderboard(rows: list[dict[str, Any]]) -> None:
         "model",
         x_title="accuracy (95% CI)",
     )
-    chart(fig, df, "Leaderboard", caption="Best accuracy first; coverage excludes infra-missing.")
+    chart(
+        fig,
+        df,
+        "Leaderboard",
+        caption="Best accuracy first; coverage excludes infra-missing.",
+        sources=[r["accuracy"] for r in rows],
+    )
 
 
 def _conditions(ctx: Context, rows: list[dict[str, Any]]) -> None:
@@ -233,6 +239,7 @@ def _paired(ctx: Context, run_id: str) -> None:
         df,
         f"Paired accuracy differences (run {run_id})",
         caption="Row minus column on common decisions; * = the paired 95% CI excludes zero.",
+        sources=[pm],
     )
 
 
@@ -271,6 +278,7 @@ def _gold_provenance(ctx: Context, run_id: str) -> None:
         else None,
         df.merge(pd.DataFrame(infl), on="model") if not df.empty else df,
         f"Accuracy by gold provenance (run {run_id})",
+        sources=[cg],
     )
 
 
