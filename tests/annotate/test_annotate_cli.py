@@ -135,7 +135,7 @@ def test_cli_serve_push_label_in_browser_pull(steel_ws, dataset, artifacts_dir: 
 
 
 def _label_in_browser(url, email, password, pid, task_id, shot: Path, tmp: Path) -> set[str]:
-    """Log in, open the task, screenshot it, submit; returns the image URLs on the page."""
+    """Log in, open the task, screenshot it, submit; returns the URLs of the images loaded."""
     from playwright.sync_api import sync_playwright
 
     assert os.path.exists(CHROMIUM), "Debian chromium is required (scripts/test.sh installs it)"
@@ -170,7 +170,13 @@ def _label_in_browser(url, email, password, pid, task_id, shot: Path, tmp: Path)
         page.wait_for_selector("img", timeout=60_000)
         page.wait_for_timeout(3000)
         page.screenshot(path=str(shot), full_page=False)
-        shown = set(page.eval_on_selector_all("img", "els => els.map(e => e.src)"))
+        # only images the browser actually decoded: the media server's CORS answer to
+        # Label Studio's origin is what lets the labeling page load them
+        shown = set(
+            page.eval_on_selector_all(
+                "img", "els => els.filter(e => e.complete && e.naturalWidth > 0).map(e => e.src)"
+            )
+        )
         page.get_by_role("button", name="Submit").click()
         page.wait_for_timeout(3000)
         ctx.close()
