@@ -374,3 +374,58 @@ def test_dashboard_stops_streamlit_on_sigterm_and_sigint(tmp_path, sig):
     assert not _listening(port), "Streamlit is still listening after truthline stopped"
     with socket.socket() as s:
         s.bind(("127.0.0.1", port))  # the port is free again
+
+
+# -- permissions, as a user who really lacks them ---------------------------------------
+def _as_unprivileged(cmd: list[str]) -> list[str]:
+    """Root ignores file modes: run the command as ``nobody`` then (setpriv, util-linux)."""
+    if os.geteuid() != 0:
+        return cmd
+    return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *cmd]
+
+
+@pytest.mark.parametrize("case", ["read-only-store", "unwritable-workspace"])
+def test_permission_denied_is_one_line_and_changes_nothing(case):
+    import shutil
+    import tempfile
+
+    top = Path(tempfile.mkdtemp(dir=os.environ.get("TRUTHLINE_TEST_TMP")))
+    try:
+        top.chmod(0o755)
+        ws = Workspace.from_env(top / "ws")
+        project = ws.init_project(str(templates_dir() / "steel-safety"), name="plant")
+        media = top / "clips" / "c1"
+        for k in range(2):
+            _png(media / f"f{k}.jpg", 10 * k)
+        ws.store.close()
+        db = ws.root / "truthline.db"
+        if case == "read-only-store":
+            db.chmod(0o444)
+            args = ["items", "import", str(top / "clips")]
+        else:
+            for p in [ws.root, *ws.root.rglob("*")]:
+                p.chmod(0o555 if p.is_dir() else 0o444)
+            args = ["init", str(templates_dir() / "steel-safety"), "--name", "other"]
+        before = db.read_bytes()
+        for p in (top, top / "clips", media, *media.iterdir()):
+            p.chmod(p.stat().st_mode | 0o055)
+        out = subprocess.run(
+            _as_unprivileged([sys.executable, "-m", "truthline", "-w", str(ws.root), *args]),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=top,
+            env={**os.environ, "HOME": str(top)},
+        )
+        assert out.returncode == 1, out.stdout + out.stderr
+        assert "Traceback" not in out.stderr
+        flat = " ".join(out.stderr.split())
+        assert flat.startswith("error: ") and len(out.stderr.strip().splitlines()) <= 2, flat
+        assert str(ws.root) in flat.replace(" ", "") or str(ws.root) in flat
+        assert db.read_bytes() == before
+        assert project.name == "plant"
+    finally:
+        for p in [top, *top.rglob("*")]:
+            with contextlib.suppress(OSError):
+                p.chmod(0o755)
+        shutil.rmtree(top, ignore_errors=True)
