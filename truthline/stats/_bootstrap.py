@@ -23,7 +23,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 DEFAULT_RESAMPLES = 2000
 MIN_CLUSTERS_TOTAL = 20
@@ -325,6 +324,7 @@ def jackknife_t(point: float, stat: Statistic, d: Design, level: float) -> tuple
     theta = np.asarray(stat(W), dtype=float)
     if not np.all(np.isfinite(theta)):
         return float("nan"), float("nan")
+    from scipy import stats as sps  # lazy: scipy.stats costs ~1 s of CLI start-up
     se = float(np.sqrt((g - 1) / g * ((theta - theta.mean()) ** 2).sum()))
     t = float(sps.t.ppf(1 - (1 - level) / 2, g - 1))
     return point - t * se, point + t * se
@@ -495,6 +495,8 @@ def proportion_ci(
     variance over clusters (``deff >= 1``), and, following Korn & Graubard (1998), scaled
     by ``(t(n-1) / t(G-1))²`` for the G-1 degrees of freedom. Never zero width when n > 0.
     """
+    from scipy import stats as sps  # lazy: scipy.stats costs ~1 s of CLI start-up
+
     if method not in PROPORTION_METHODS:
         raise ValueError(f"unknown method {method!r}; use one of {', '.join(PROPORTION_METHODS)}")
     y = np.atleast_1d(np.asarray(successes, dtype=float))

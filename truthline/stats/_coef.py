@@ -7,7 +7,9 @@ resamples is one matrix product ``W @ F``. The point estimate is the same ``fini
 applied to ``ones @ F``. No Python loop over resamples, no per-resample coincidence
 matrix built from raw data.
 
-Krippendorff's alpha without the units x values² blow-up: at the interval level the
+Krippendorff's alpha without the units x values² blow-up: at the nominal level the
+observed disagreement needs only ``sum_c n_uc²`` per unit and the expected one only the
+category totals (``n² - sum_c n_c²``), kept as sparse counts; at the interval level the
 observed and expected disagreements reduce to sums of x and x² (``sum (x_i - x_j)² =
 2 n sum x² - 2 (sum x)²``), so memory is O(units), whatever the number of distinct values.
 Ordinal alpha is interval alpha on mid-ranks of the (resample's) value marginals.
@@ -205,11 +207,43 @@ class KrippendorffAlpha(Coefficient):
             s2 = np.where(p, (vals**2).sum(axis=1), 0.0)
             d = np.where(p, (2 * mp * s2 - 2 * s1**2) / den, 0.0)
             return np.column_stack([mp, d, s1, s2])
-        # static metric over categories: nominal, ratio, masi
+        if level == "nominal":
+            # count form: D_o from sum_c n_uc² per unit, D_e from category totals; sparse
+            # features, no q x q matrix (memory O(pairable values) for any number of values)
+            N = sparse.diags(p.astype(float)) @ r.sparse_counts()
+            sq = np.asarray(N.multiply(N).sum(axis=1)).ravel()
+            d = np.where(p, (mp**2 - sq) / den, 0.0)
+            self._gram_form(N, mp, d)
+            return sparse.hstack(
+                [sparse.csr_matrix(mp[:, None]), sparse.csr_matrix(d[:, None]), N], format="csr"
+            )
+        # static metric over categories: ratio, masi
         N = r.counts() * p[:, None]
         self.delta = self._delta()
         d = np.where(p, _pair_form(N, self.delta) / den, 0.0)
         return np.column_stack([mp, d, N])
+
+    _gram: Any = None
+
+    def _gram_form(self, N: Any, mp: np.ndarray, d: np.ndarray) -> None:
+        """Many distinct values (plates): ``sum_c n_c(w)²`` is ``w' G w`` with the sparse
+        unit x unit Gram matrix ``G = N N'`` (units sharing a value), cheaper than the
+        resamples x values sums when few units share each value."""
+        shared = np.bincount(N.indices, minlength=N.shape[1]).astype(float)
+        if float((shared**2).sum()) > 4.0 * (N.nnz + N.shape[1]):
+            return
+        self._gram = (N @ N.T).tocsr()
+        self._mp, self._d = mp, d
+
+    def values(self, W: np.ndarray) -> np.ndarray:
+        if self._gram is None:
+            return super().values(W)
+        W = np.asarray(W, dtype=float)
+        n, do = W @ self._mp, W @ self._d
+        e = n**2 - ((self._gram @ W.T).T * W).sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = 1.0 - (n - 1) * do / e
+            return np.where(e > 1e-12 * np.maximum(n, 1) ** 2, out, np.nan)
 
     def _delta(self) -> np.ndarray:
         q, level = self.r.q, self.level
@@ -258,6 +292,9 @@ class KrippendorffAlpha(Coefficient):
         elif self.level == "interval":
             n, do, s1, s2 = S.T
             e = 2 * n * s2 - 2 * s1**2
+        elif self.level == "nominal":
+            n, do, nc = S[:, 0], S[:, 1], S[:, 2:]
+            e = n**2 - (nc**2).sum(axis=1)
         else:
             n, do, nc = S[:, 0], S[:, 1], S[:, 2:]
             e = np.einsum("bc,ck,bk->b", nc, self.delta, nc)

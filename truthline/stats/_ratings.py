@@ -92,6 +92,17 @@ class Ratings:
         flat = (np.arange(n_u)[:, None] * self.q + self.codes)[self.present]
         return np.bincount(flat, minlength=n_u * self.q).reshape(n_u, self.q).astype(float)
 
+    def sparse_counts(self) -> Any:
+        """``counts()`` as a sparse CSR matrix: memory O(ratings), not O(units x values)
+        (plates, VINs: tens of thousands of distinct values)."""
+        from scipy import sparse
+
+        rows, cols = np.nonzero(self.present)
+        return sparse.csr_matrix(
+            (np.ones(len(rows)), (rows, self.codes[rows, cols])),
+            shape=(self.codes.shape[0], self.q),
+        )
+
     def numeric(self) -> np.ndarray:
         """Values as floats (for interval/ratio levels); names the first non-number."""
         out = np.empty(self.q)

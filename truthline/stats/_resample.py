@@ -62,6 +62,10 @@ a multinomial over k patterns costs ~k binomial draws, a unit draw ~n integers +
 MAX_DENSE_CELLS = 50_000_000
 """Sparse features are densified to find identical rows only below this many cells."""
 
+MAX_PATTERN_COLUMNS = 1024
+"""Wider sparse features (nominal alpha on plates: one column per distinct value) are not
+densified: rows are nearly all distinct, and densifying costs units x values memory."""
+
 
 @dataclass(frozen=True)
 class Patterns:
@@ -86,7 +90,7 @@ class Patterns:
 
 def _dense(F: Any) -> np.ndarray | None:
     if sparse.issparse(F):
-        if F.shape[0] * F.shape[1] > MAX_DENSE_CELLS:
+        if F.shape[0] * F.shape[1] > MAX_DENSE_CELLS or F.shape[1] > MAX_PATTERN_COLUMNS:
             return None
         return np.asarray(F.toarray(), dtype=float)
     return np.asarray(F, dtype=float)
