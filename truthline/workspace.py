@@ -91,7 +91,9 @@ class Workspace:
     def project(self, name: str | None = None) -> Project:
         """Load a project of this workspace; without a name, the only one there is."""
         names = self.project_names()
-        if name is None:
+        if name is not None:
+            check_project_name(name, "--project")
+        else:
             if not names:
                 raise TruthlineError(
                     f"no project in workspace {self.root}; start one with `truthline init steel-safety`"
@@ -101,7 +103,6 @@ class Workspace:
                     f"several projects in {self.root} ({', '.join(names)}); pass --project NAME"
                 )
             name = names[0]
-        check_project_name(name, "--project")
         if name not in self._projects:
             if name not in names:
                 raise TruthlineError(

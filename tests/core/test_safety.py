@@ -429,3 +429,19 @@ def test_permission_denied_is_one_line_and_changes_nothing(case):
             with contextlib.suppress(OSError):
                 p.chmod(0o755)
         shutil.rmtree(top, ignore_errors=True)
+
+
+def test_lazy_help_lines_match_the_stages_own_help():
+    """``truthline --help`` lists the stages without importing them; its lines must say what
+    the stages themselves say."""
+    import importlib
+    import inspect
+
+    import typer
+
+    from truthline.cli import LAZY_COMMANDS
+
+    for name, (module, attr, line) in LAZY_COMMANDS.items():
+        obj = getattr(importlib.import_module(module), attr)
+        own = obj.info.help if isinstance(obj, typer.Typer) else inspect.getdoc(obj)
+        assert isinstance(own, str) and own.strip().splitlines()[0] == line, name
