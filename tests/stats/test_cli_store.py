@@ -84,7 +84,18 @@ def test_wide_csv_table_and_json_agree(wide_csv):
         assert f"{r['point']:.3f}" in table
         assert f"{r['low']:.3f}" in table and f"{r['high']:.3f}" in table
     assert "300 bootstrap resamples (cluster-jackknife, 4 clusters), seed 0" in table
-    assert "warning: few clusters (4 < 20)" in table
+    assert "warning: 4 clusters: few clusters (4 < 20)" in table
+
+
+def test_loo_cli_warns_on_few_clusters(wide_csv):
+    out = tl("stats", "loo", str(wide_csv), "--cluster", "clip", "--resamples", "100").stdout
+    assert "warning:" in out and "few clusters" in out
+    data = json.loads(
+        tl(
+            "stats", "loo", str(wide_csv), "--cluster", "clip", "--resamples", "100", "--json"
+        ).stdout
+    )
+    assert all(r["clusters"] and "few clusters" in r["warning"] for r in data["raters"])
 
 
 def test_long_csv_interval_and_errors(tmp_path, wide_csv):

@@ -8,6 +8,7 @@ columns) or the store (``--project P --field PATH``).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -16,6 +17,7 @@ import typer
 from rich.table import Table
 
 from truthline._cli_common import JsonOpt, ProjectOpt, console, emit, workspace, ws_project
+from truthline.stats._bootstrap import CI
 from truthline.stats._ci import agreement
 from truthline.stats._ratings import AgreementError, Ratings
 from truthline.stats._structure import (
@@ -167,6 +169,17 @@ def _source(
     return r, lvl, what
 
 
+def _warn(cis: Iterable[CI]) -> None:
+    """Print each distinct thin-design warning of these intervals once (issue 13)."""
+    for ci in dict.fromkeys((c.design(), c.warning) for c in cis if c.warning):
+        where, text = ci
+        console.print(
+            f"[bold yellow]warning:[/] {where + ': ' if where else ''}{text}",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
 def _fmt(x: float | None) -> str:
     return "—" if x is None else f"{x:.3f}"
 
@@ -286,10 +299,7 @@ def agreement_cmd(
                 f"CI: {method}, {resamples} bootstrap resamples ({scheme}{design}), seed {seed}",
                 soft_wrap=True,
             )
-            if first is not None and first.warning:
-                console.print(
-                    f"[bold yellow]warning:[/] {first.warning}", highlight=False, soft_wrap=True
-                )
+            _warn(x.ci for x in results)
         elif ci == CIMethod.krippendorff and resamples:
             console.print(
                 f"Krippendorff's pair bootstrap (compatibility mode, narrower than the unit "
@@ -352,6 +362,7 @@ def loo_cmd(
                 str(x.ties_excluded),
             )
         console.print(t)
+        _warn(x.agreement for x in rows)
 
     emit(data, as_json, render)
 
@@ -415,6 +426,7 @@ def scorer_cmd(
             f"({rep.tuned} for tuning, seed {seed}): agreement {a.point:.3f} "
             f"[{_fmt(a.low)}, {_fmt(a.high)}]"
         )
+        _warn([a])
         console.print(
             f"excluded: {rep.ties_excluded} ties, {rep.gray_excluded} gray-zone, "
             f"{rep.no_majority_or_score} without a majority or score"

@@ -35,7 +35,17 @@ class RaterVsMajority:
             "ties_excluded": self.ties_excluded,
             **{
                 k: self.agreement.as_dict()[k]
-                for k in ("point", "low", "high", "resamples", "seed", "scheme")
+                for k in (
+                    "point",
+                    "low",
+                    "high",
+                    "resamples",
+                    "seed",
+                    "scheme",
+                    "method",
+                    "clusters",
+                    "warning",
+                )
             },
         }
 
