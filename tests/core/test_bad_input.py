@@ -152,6 +152,24 @@ def _csv_bytes(data: bytes) -> Callable[[Path], list[str]]:
     return setup
 
 
+def _cluster_csv(d: Path) -> list[str]:
+    """A project clustered by 'site' whose CSV gives a 600-character site (items.parent is
+    String(500): PostgreSQL would refuse it, SQLite would keep it)."""
+    folder = d / "clustered"
+    _definition(
+        folder,
+        PROJECT_TOML.replace('media = "image"', 'media = "image"\ncluster = "site"').replace(
+            '"photos"', '"clustered"'
+        ),
+    )
+    ws = Workspace.from_env(d / "ws")
+    ws.init_project(str(folder))
+    ws.store.close()
+    m = _media(d)
+    (d / "meta.csv").write_text("key,site\nx," + "s" * 600 + "\ny,B\n")
+    return ["items", "import", str(m), "--metadata", str(d / "meta.csv"), "-p", "clustered"]
+
+
 def _same_key(d: Path) -> list[str]:
     m = d / "same"
     _png(m / "a.png", 30)
@@ -293,6 +311,8 @@ CASES = [
          "rows 2 and 4 both describe item 'x'"),
     Case("csv-duplicate-id-and-path", _csv_bytes(b"key,site\nx,A\nx.png,B\n"), 1,
          "rows 2 and 3 both describe item 'x'"),
+    Case("csv-cluster-id-too-long", _cluster_csv, 1,
+         "column 'site': a cluster id of 600 characters (at most 500)"),
     Case("csv-missing", lambda d: ["items", "import", str(_media(d)), "--metadata",
                                    str(d / "absent.csv")], 1, "cannot read the metadata CSV"),
     Case("media-same-key", _same_key, 1, "a.jpg and a.png would both be item 'a'"),

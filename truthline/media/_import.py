@@ -232,6 +232,11 @@ def _read_rows(
                 )
         cand.meta = meta
         if project.cluster and meta.get(project.cluster):
+            if len(meta[project.cluster]) > MAX_KEY:
+                problems.append(
+                    f"{csv_path}: row {rowno}, column {project.cluster!r}: a cluster id of "
+                    f"{len(meta[project.cluster])} characters (at most {MAX_KEY})"
+                )
             cand.parent = meta[project.cluster]
 
 
