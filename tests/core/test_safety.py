@@ -20,6 +20,7 @@ import cv2
 import numpy as np
 import pytest
 from sqlalchemy import create_engine, event, text
+from sqlalchemy.exc import OperationalError
 
 from truthline._names import UnsafeNameError, check_name, check_project_name, inside
 from truthline.errors import TruthlineError
@@ -116,13 +117,14 @@ def test_disk_full_is_one_clear_error_and_keeps_what_was_saved(tmp_path):
             )
         )
     full = r"s\.db: database or disk is full \(free some disk"
-    with pytest.raises(StoreError, match=full), s.begin() as conn:
+    with pytest.raises(StoreError, match=full) as caught, s.begin() as conn:
         for i in range(2000):
             conn.execute(
                 tables.skipped_media.insert().values(
                     project="p", path=f"big-{i}-" + "x" * 2000, reason="r", created_at=now()
                 )
             )
+    assert isinstance(caught.value, OperationalError)  # code catching the driver's error still can
     with s.begin() as conn:
         kept = conn.execute(tables.skipped_media.select()).all()
     assert [r.path for r in kept] == ["kept"]

@@ -43,6 +43,30 @@ class StoreError(TruthlineError):
     a value longer than its column): one line naming the store, never a driver traceback."""
 
 
+class _DriverStoreError(StoreError):
+    """A StoreError that is also the SQLAlchemy error it translates, so callers that catch
+    ``OperationalError`` (a retry on a locked database, say) keep working."""
+
+    def __init__(self, message: str, exc: DBAPIError):
+        DBAPIError.__init__(self, exc.statement, exc.params, exc.orig)  # type: ignore[arg-type]
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class StoreOperationalError(_DriverStoreError, OperationalError):
+    """Read-only store, disk full, locked, unreachable server."""
+
+
+class StoreDataError(_DriverStoreError, DataError):
+    """A value the database refuses (on PostgreSQL: longer than its column)."""
+
+
+class StoreDatabaseError(_DriverStoreError, DatabaseError):
+    """The file is not a database."""
+
+
 def _sqlite_file(url: str) -> Path | None:
     if not url.startswith("sqlite:///"):
         return None
@@ -155,14 +179,19 @@ class Store:
         try:
             with self.engine.begin() as conn:
                 yield conn
+        except StoreError:
+            raise
         except DataError as exc:
             what = _too_long(exc) or _reason(exc)
-            raise StoreError(f"the store at {self.shown} refused a value: {what}") from exc
+            msg = f"the store at {self.shown} refused a value: {what}"
+            raise StoreDataError(msg, exc) from exc
         except OperationalError as exc:
-            raise StoreError(f"the store at {self.shown}: {_reason(exc)}") from exc
+            msg = f"the store at {self.shown}: {_reason(exc)}"
+            raise StoreOperationalError(msg, exc) from exc
         except DatabaseError as exc:
             if "not a database" in str(exc.orig):
-                raise StoreError(f"the store at {self.shown}: {_reason(exc)}") from exc
+                msg = f"the store at {self.shown}: {_reason(exc)}"
+                raise StoreDatabaseError(msg, exc) from exc
             raise
 
     def close(self) -> None:
