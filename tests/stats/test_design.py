@@ -163,3 +163,8 @@ def test_proportion_coverage_near_one():
     )
     assert old / reps < 0.8
     assert new / reps >= 0.93 and wil / reps >= 0.93
+
+
+def test_cluster_spanning_strata_is_refused_even_when_strata_are_dropped():
+    with pytest.raises(ValueError, match="spans several strata"):
+        mean_ci(np.ones(8), clusters=[0, 0, 1, 1, 2, 2, 3, 3], strata=[0, 1, 0, 0, 1, 1, 1, 1])

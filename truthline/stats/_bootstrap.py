@@ -148,6 +148,10 @@ def design(
         if ccodes is not None:
             per = np.zeros(g, dtype=np.int64)
             per[ccodes] = scodes
+            if np.any(per[ccodes] != scodes):
+                raise ValueError(
+                    "a cluster spans several strata; strata must be constant within a cluster"
+                )
             counts = np.bincount(per, minlength=n_strata)
         else:
             counts = np.bincount(scodes, minlength=n_strata)
@@ -325,6 +329,7 @@ def jackknife_t(point: float, stat: Statistic, d: Design, level: float) -> tuple
     if not np.all(np.isfinite(theta)):
         return float("nan"), float("nan")
     from scipy import stats as sps  # lazy: scipy.stats costs ~1 s of CLI start-up
+
     se = float(np.sqrt((g - 1) / g * ((theta - theta.mean()) ** 2).sum()))
     t = float(sps.t.ppf(1 - (1 - level) / 2, g - 1))
     return point - t * se, point + t * se
