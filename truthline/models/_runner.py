@@ -457,7 +457,7 @@ async def arun_requests(
     total = len(todo) + sum(len(v) for v in run.dups.values())
     try:
         with Progress(*cols, disable=not progress or not todo, transient=False) as bar:
-            run.bar = _RateBar(bar)
+            run.bar = _RateBar(bar) if progress and todo else None
             run.task = bar.add_task(f"{ms.alias}", total=total, failures=0, cost=0.0, rate="")
             workers = [asyncio.create_task(run.worker(queue)) for _ in range(n_workers)]
             try:

@@ -36,6 +36,8 @@ class StubLog:
     text: str
     at: float
     billed: bool = False
+    done_at: float = 0.0
+    """When the answer was sent (billed requests)."""
 
 
 @dataclass
@@ -89,6 +91,7 @@ class StubServer:
         if kind == "badbody":
             return web.Response(text="<html>not json", content_type="application/json")
         entry.billed = True
+        entry.done_at = time.time()
         content: str | None = arg if kind == "json" else self.answer(body)
         if kind == "garbage":
             content = "Sure! The scene shows some workers."

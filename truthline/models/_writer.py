@@ -5,25 +5,32 @@ every in-flight request. The writer thread takes rows from a queue, writes every
 that has queued up since its last commit in one transaction, and only then resolves
 each row's future. So "committed as it arrives" still holds in the sense that matters:
 the runner reports an answer (result, ``on_result``, progress) only after its commit,
-and the wait is at most one group commit. No timer: under load a group is whatever
-arrived during the previous commit (at most ``max_group`` rows), when idle it is one row.
+and the wait is at most one group commit plus ``linger_s``. A group is whatever arrived
+during the previous commit or within ``linger_s`` (25 ms) of the group's first row (at
+most ``max_group`` rows): a transaction costs more than its rows, so answers
+arriving a few milliseconds apart share one; a crash can lose at most that window's
+answers (not yet reported, so a rerun asks them again).
 
 Two runs on one store are safe: a response is inserted with ``ON CONFLICT DO NOTHING``
 (SQLite and PostgreSQL dialect inserts) and a key another run stored first resolves to
 that stored row, so neither run crashes and every answer keeps its row.
 
 ``persist`` (optional) writes what a caller derives from each answer (a prefill
-prediction, a benchmark result) in this same thread, in a second transaction right after
-the responses' one: a response is always durable before anything that points at it, and
-a failing ``persist`` never rolls back a paid answer. Answers are reported (their
-futures resolve) only after both commits.
+prediction, a benchmark result) in this same thread and the same transaction, after the
+responses: nothing that points at a response is ever visible without it, and a failing
+``persist`` never loses a paid answer (the responses are then committed on their own
+and the error is raised). Answers are reported (their futures resolve) only after the
+commit. The thread keeps one connection open (a pool checkout per group cost more
+than the group's rows).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import queue
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,6 +74,7 @@ class ResponseWriter:
         *,
         max_group: int = 256,
         persist: Persist | None = None,
+        linger_s: float = 0.025,
     ):
         if max_group < 1:
             raise ValueError("max_group must be at least 1")
@@ -74,12 +82,14 @@ class ResponseWriter:
         self.loop = loop
         self.max_group = max_group
         self.persist = persist
+        self.linger_s = linger_s
         self.groups = 0
         """Transactions committed (tests and benches read it)."""
         self.rows = 0
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._main, name="truthline-writer", daemon=True)
         self._closing = False
+        self._conn: Connection | None = None
         t = tables.responses
         self._dialect = store.engine.dialect.name
         self._insert = insert_ignore(self._dialect, t, ["cache_key"]).returning(
@@ -117,15 +127,22 @@ class ResponseWriter:
 
     # -- the thread ----------------------------------------------------------------------
     def _main(self) -> None:
+        try:
+            self._loop_groups()
+        finally:
+            self._drop_connection()
+
+    def _loop_groups(self) -> None:
         stop = False
         while not stop:
             first = self._queue.get()
             if first is _STOP:
                 return
             group: list[_Pending] = [first]
+            until = time.monotonic() + self.linger_s
             while len(group) < self.max_group:
                 try:
-                    nxt = self._queue.get_nowait()
+                    nxt = self._queue.get(timeout=max(0.0, until - time.monotonic()))
                 except queue.Empty:
                     break
                 if nxt is _STOP:
@@ -141,36 +158,62 @@ class ResponseWriter:
                 self.rows += len(group)
                 self.loop.call_soon_threadsafe(_resolve, group, ids)
 
+    def _connection(self) -> Connection:
+        """The thread's own connection, kept open: a pool checkout (and its ping) per
+        group cost more than the group's rows."""
+        if self._conn is None:
+            self._conn = self.store.engine.connect()
+        return self._conn
+
+    def _drop_connection(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(Exception):  # a broken connection: nothing to close
+                self._conn.close()
+            self._conn = None
+
     def _write(self, group: list[_Pending]) -> list[int]:
         ids: list[int] = [0] * len(group)
-        inserts = [k for k, p in enumerate(group) if p.row is not None and p.response_id is None]
-        updates = [k for k, p in enumerate(group) if p.row is not None and p.response_id]
-        if inserts or updates:
-            with self.store.begin() as conn:
-                if inserts:
-                    self._insert_rows(conn, group, inserts, ids)
-                if updates:
-                    params = []
-                    for k in updates:
-                        p = group[k]
-                        row = {
-                            c: v
-                            for c, v in (p.row or {}).items()
-                            if c not in ("cache_key", "created_at")
-                        }
-                        params.append({**row, "_response_id": p.response_id})
-                        ids[k] = int(p.response_id or 0)
-                    conn.execute(self._update, params)
+        in_persist = False
+        try:
+            conn = self._connection()
+            with conn.begin():
+                self._store_responses(conn, group, ids)
+                jobs = self._jobs(group, ids)
+                if self.persist is not None and jobs:
+                    in_persist = True
+                    self.persist(conn, jobs)
+            return ids
+        except BaseException:
+            self._drop_connection()
+            if in_persist:  # the answers are committed on their own, then the error is raised
+                conn = self._connection()
+                with conn.begin():
+                    self._store_responses(conn, group, ids)
+            raise
+
+    def _jobs(self, group: list[_Pending], ids: list[int]) -> list[Job]:
         for k, p in enumerate(group):
             if p.job is not None and p.row is not None:
                 p.job.result.response_id = ids[k]
             elif p.job is not None:
                 ids[k] = int(p.job.result.response_id)
-        jobs = [p.job for p in group if p.job is not None]
-        if self.persist is not None and jobs:
-            with self.store.begin() as conn:
-                self.persist(conn, jobs)
-        return ids
+        return [p.job for p in group if p.job is not None]
+
+    def _store_responses(self, conn: Connection, group: list[_Pending], ids: list[int]) -> None:
+        inserts = [k for k, p in enumerate(group) if p.row is not None and p.response_id is None]
+        updates = [k for k, p in enumerate(group) if p.row is not None and p.response_id]
+        if inserts:
+            self._insert_rows(conn, group, inserts, ids)
+        if updates:
+            params = []
+            for k in updates:
+                p = group[k]
+                row = {
+                    c: v for c, v in (p.row or {}).items() if c not in ("cache_key", "created_at")
+                }
+                params.append({**row, "_response_id": p.response_id})
+                ids[k] = int(p.response_id or 0)
+            conn.execute(self._update, params)
 
     def _insert_rows(
         self, conn: Connection, group: list[_Pending], inserts: list[int], ids: list[int]

@@ -81,8 +81,41 @@ class PredictionWriter:
         self.written = 0
         self.versions: dict[str, int] = {}
         """New versioned rows written, by model_version."""
+        self._known: set[int] | None = None
+        self._stmts: dict[str, Any] = {}
+
+    def _prepare(self, conn: Connection) -> None:
+        """Statements built once, and the items that already have a prediction of this
+        model (any version): only those need a look-up per answer."""
+        t = tables.predictions
+        like = self.alias.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        family = (t.c.model_version == self.alias) | t.c.model_version.like(
+            f"{like}@v%", escape="\\"
+        )
+        self._stmts = {
+            "lookup": select(
+                t.c.id, t.c.item_id, t.c.model_version, t.c.response_id, t.c["values"], t.c.status
+            ).where(
+                t.c.project == self.project,
+                t.c.item_id.in_(bindparam("ids", expanding=True)),
+                family,
+            ),
+            "insert": insert_ignore(
+                conn.dialect.name, t, ["project", "item_id", "model_version"]
+            ).returning(t.c.item_id, t.c.model_version),
+            "update": t.update().where(t.c.id == bindparam("_id")),
+        }
+        self._known = {
+            int(x[0])
+            for x in conn.execute(
+                select(t.c.item_id).where(t.c.project == self.project, family).distinct()
+            )
+        }
 
     def __call__(self, conn: Connection, jobs: list[Job]) -> None:
+        if self._known is None:
+            self._prepare(conn)
+        known = self._known if self._known is not None else set()
         todo: dict[int, ModelResult] = {}
         for job in jobs:
             if job.result.status in (INFRA_MISSING, NOT_RUN):
@@ -92,23 +125,42 @@ class PredictionWriter:
                     todo[int(req.item_id)] = job.result
         if not todo:
             return
-        t = tables.predictions
-        like = self.alias.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        ids = sorted(todo)
+        ts = now()
+        fresh = [i for i in todo if i not in known]
+        rows = [self._row(i, self.alias, todo[i], ts) for i in fresh]
+        stored = self._insert(conn, rows)
+        known.update(fresh)
+        # a concurrent run stored some first: decide those like any item seen before
+        seen = [i for i in todo if i not in fresh or (i, self.alias) not in stored]
+        if seen:
+            self._revise(conn, {i: todo[i] for i in seen}, ts)
+
+    def _row(self, item_id: int, version: str, res: ModelResult, ts: Any) -> dict[str, Any]:
+        return dict(
+            project=self.project,
+            item_id=item_id,
+            model_version=version,
+            response_id=res.response_id,
+            values=res.values,
+            status=res.status,
+            simulated=res.simulated,
+            created_at=ts,
+        )
+
+    def _insert(self, conn: Connection, rows: list[dict[str, Any]]) -> set[tuple[int, str]]:
+        if not rows:
+            return set()
+        got = {(int(r[0]), str(r[1])) for r in conn.execute(self._stmts["insert"], rows)}
+        self.written += len(got)
+        return got
+
+    def _revise(self, conn: Connection, todo: dict[int, ModelResult], ts: Any) -> None:
+        """Items with a prediction already: same answer, nothing; shown, a new version;
+        unshown, replaced in place."""
         current: dict[int, Any] = {}
         top: dict[int, int] = {}
-        for chunk in _chunks(ids):
-            rows = conn.execute(
-                select(t.c.id, t.c.item_id, t.c.model_version, t.c.response_id, t.c["values"])
-                .add_columns(t.c.status)
-                .where(
-                    t.c.project == self.project,
-                    t.c.item_id.in_(chunk),
-                    (t.c.model_version == self.alias)
-                    | t.c.model_version.like(f"{like}@v%", escape="\\"),
-                )
-            ).all()
-            for r in rows:
+        for chunk in _chunks(sorted(todo)):
+            for r in conn.execute(self._stmts["lookup"], {"ids": chunk}):
                 n = _version_of(self.alias, r.model_version)
                 if n and n > top.get(r.item_id, 0):
                     top[r.item_id] = n
@@ -116,17 +168,10 @@ class PredictionWriter:
         shown = _shown(conn, [r.id for r in current.values()])
         inserts: list[dict[str, Any]] = []
         updates: list[dict[str, Any]] = []
-        ts = now()
         for item_id, res in todo.items():
-            vals = dict(
-                response_id=res.response_id,
-                values=res.values,
-                status=res.status,
-                simulated=res.simulated,
-            )
             cur = current.get(item_id)
             if cur is None:
-                inserts.append(dict(item_id=item_id, model_version=self.alias, **vals))
+                inserts.append(self._row(item_id, self.alias, res, ts))
             elif (cur.response_id, cur._mapping["values"], cur.status) == (
                 res.response_id,
                 res.values,
@@ -135,18 +180,22 @@ class PredictionWriter:
                 continue
             elif cur.id in shown:
                 ver = version_name(self.alias, top[item_id] + 1)
-                inserts.append(dict(item_id=item_id, model_version=ver, **vals))
+                inserts.append(self._row(item_id, ver, res, ts))
                 self.versions[ver] = self.versions.get(ver, 0) + 1
             else:
-                updates.append({**vals, "_id": cur.id})
-        if inserts:
-            stmt = insert_ignore(
-                conn.dialect.name, t, ["project", "item_id", "model_version"]
-            ).values(project=self.project, created_at=ts)
-            conn.execute(stmt, inserts)
+                updates.append(
+                    dict(
+                        _id=cur.id,
+                        response_id=res.response_id,
+                        values=res.values,
+                        status=res.status,
+                        simulated=res.simulated,
+                    )
+                )
+        self._insert(conn, inserts)
         if updates:
-            conn.execute(t.update().where(t.c.id == bindparam("_id")), updates)
-        self.written += len(inserts) + len(updates)
+            conn.execute(self._stmts["update"], updates)
+            self.written += len(updates)
 
 
 def _chunks(ids: list[int], size: int = 500) -> list[list[int]]:
