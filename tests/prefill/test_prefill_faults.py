@@ -113,7 +113,9 @@ def test_faults_sigkill_rerun_nothing_lost_nothing_duplicated(ws40, faulty, repo
     billed = sum(e.billed for e in faulty.log)
     rebilled = billed - N_ITEMS
     window = sum(e.billed and e.done_at > t_kill - 0.15 for e in first)
-    print(f"items {N_ITEMS}, billed {billed}, re-billed {rebilled}, answered in the window {window}")
+    print(
+        f"items {N_ITEMS}, billed {billed}, re-billed {rebilled}, answered in the window {window}"
+    )
     assert 0 <= rebilled <= CONCURRENCY + window, (billed, rebilled, window)
     by_digest = Counter(e.digest for e in faulty.log if e.billed)
     assert sum(n - 1 for n in by_digest.values()) == rebilled
