@@ -168,3 +168,13 @@ def test_proportion_coverage_near_one():
 def test_cluster_spanning_strata_is_refused_even_when_strata_are_dropped():
     with pytest.raises(ValueError, match="spans several strata"):
         mean_ci(np.ones(8), clusters=[0, 0, 1, 1, 2, 2, 3, 3], strata=[0, 1, 0, 0, 1, 1, 1, 1])
+
+
+def test_pairwise_agreement_of_one_does_not_collapse():
+    rows = [[v, v, v] for v in np.tile([1, 2, 3], 10)]  # 30 units, every pair agrees
+    for name in ("pairwise", "pairwise_pooled"):
+        ci = agreement(rows, name, resamples=300)[0].ci
+        lo, _ = proportion_confint(30, 30, alpha=0.05, method="wilson")
+        assert ci.point == 1.0 and ci.high == 1.0
+        assert ci.low == pytest.approx(lo, abs=1e-9), name  # Wilson on 30 units, not 90 pairs
+        assert ci.method.endswith("+wilson")

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from truthline.stats._bootstrap import CI, DEFAULT_RESAMPLES, design, design_ci
+from truthline.stats._bootstrap import CI, DEFAULT_RESAMPLES, design, design_ci, proportion_ci
 from truthline.stats._coef import (
     Coefficient,
     default_weights,
@@ -248,6 +248,15 @@ def agreement(
                 boot=b,
             )
             res.ci = replace(res.ci, n=c.units_used)
+            parts = c.proportion()
+            if parts is not None and np.isfinite(res.ci.low):
+                w = proportion_ci(*parts, clusters=clusters, confidence=confidence)
+                res.ci = replace(
+                    res.ci,
+                    low=min(res.ci.low, w.low),
+                    high=max(res.ci.high, w.high),
+                    method=f"{res.ci.method}+wilson",
+                )
             undefined = int((~np.isfinite(b)).sum())
             if undefined:
                 res.note = f"{undefined} of {resamples} resamples undefined (dropped)"

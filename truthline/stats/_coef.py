@@ -143,6 +143,10 @@ class Coefficient:
         raise NotImplementedError
 
     # -- shared ----------------------------------------------------------------------
+    def proportion(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Per-unit (successes, trials) if this coefficient is a count proportion."""
+        return None
+
     def values(self, W: np.ndarray) -> np.ndarray:
         """Coefficient values for unit multiplicities ``W`` (B x units)."""
         return self.from_sums(_sum(np.asarray(W, dtype=float), self.features))
@@ -347,6 +351,14 @@ class PairwiseAgreement(_PairFamily):
     def finish(self, S: np.ndarray) -> np.ndarray:
         return self._parts(S)["pa"]
 
+    def proportion(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Per-unit (successes, trials) when the coefficient is a proportion of counts:
+        its interval is then at least the Wilson one (a 100 % cannot collapse)."""
+        if self.weights != "none":
+            return None
+        F = np.asarray(self.features[:, :2])
+        return F[:, 1], F[:, 0]
+
 
 @coefficient("pairwise_pooled")
 class PooledPairwiseAgreement(_PairFamily):
@@ -357,6 +369,15 @@ class PooledPairwiseAgreement(_PairFamily):
 
     def finish(self, S: np.ndarray) -> np.ndarray:
         return self._parts(S)["pooled"]
+
+    def proportion(self) -> tuple[np.ndarray, np.ndarray] | None:
+        if self.weights != "none":
+            return None
+        F = np.asarray(self.features[:, 2:4])
+        # pairs within a unit are not independent trials: rescale so the trials sum to the
+        # number of pairable units (the ratio, hence the point, is unchanged)
+        scale = float(F[:, 1][F[:, 1] > 0].mean())
+        return F[:, 0] / scale, F[:, 1] / scale
 
 
 @coefficient("fleiss")
