@@ -424,7 +424,8 @@ def _store_shown() -> str:
         from truthline.store import redact_url
 
         url = st._ws.url
-        return url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else redact_url(url)
+        shown = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else redact_url(url)
+        return f"the store at {shown}"
     return "the store"
 
 
@@ -469,8 +470,12 @@ def expected_failure(exc: BaseException) -> str | None:
         "DatabaseError",
         "DataError",
     ):
-        orig = str(getattr(exc, "orig", exc)).strip().splitlines()
-        return f"{_store_shown()}: {orig[0] if orig else type(exc).__name__}"
+        from sqlalchemy.exc import DBAPIError
+
+        from truthline.store import explain
+
+        if isinstance(exc, DBAPIError):
+            return f"{_store_shown()}: {explain(exc)}"
     return None
 
 

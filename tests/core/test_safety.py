@@ -447,3 +447,26 @@ def test_lazy_help_lines_match_the_stages_own_help():
         obj = getattr(importlib.import_module(module), attr)
         own = obj.info.help if isinstance(obj, typer.Typer) else inspect.getdoc(obj)
         assert isinstance(own, str) and own.strip().splitlines()[0] == line, name
+
+
+RAW_PG = """
+import sys
+import truthline.cli as cli
+def boom():
+    from truthline.store import Store, now, tables
+    s = Store({url!r})
+    with s.engine.begin() as conn:  # around Store.begin: the CLI's net must still name it
+        conn.execute(tables.projects.insert().values(
+            name="p" * 150, title="", definition={{}}, definition_hash="h",
+            source_path="", created_at=now(), updated_at=now()))
+cli.app.registered_commands[0].callback = boom
+sys.argv = ["truthline", "boom"]
+cli.main()
+"""
+
+
+def test_raw_postgresql_length_error_is_one_line_naming_the_column(private_pg_url):
+    out = _run(code=RAW_PG.format(url=private_pg_url))
+    assert out.returncode == 1, out.stderr
+    assert "Traceback" not in out.stderr
+    assert "projects.name: a value of 150 characters" in " ".join(out.stderr.split())

@@ -321,6 +321,12 @@ def _nest(rows) -> dict[str, dict[str, int]]:
     return out
 
 
+def explain(exc: DBAPIError) -> str:
+    """One line for a database error: the column a too-long value was meant for, or the
+    driver's first line with a hint (read-only, disk full, not a database)."""
+    return (_too_long(exc) if isinstance(exc, DataError) else None) or _reason(exc)
+
+
 def _reason(exc: DBAPIError) -> str:
     """The driver's message, first line only, with a hint for the common cases."""
     msg = str(exc.orig).strip().splitlines()[0] if str(exc.orig).strip() else type(exc).__name__
