@@ -470,3 +470,13 @@ def test_raw_postgresql_length_error_is_one_line_naming_the_column(private_pg_ur
     assert out.returncode == 1, out.stderr
     assert "Traceback" not in out.stderr
     assert "projects.name: a value of 150 characters" in " ".join(out.stderr.split())
+
+
+def test_net_names_the_file_that_is_not_utf8(tmp_path):
+    bad = tmp_path / "prompt.j2"
+    bad.write_bytes(b"Describe the scene \xe9\n")
+    code = NET.format(exc=f"__import__('pathlib').Path({str(bad)!r}).read_text('utf-8')")
+    out = _run(code=code)
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    flat = " ".join(out.stderr.split())
+    assert f"file {bad} is not UTF-8 text (byte 0xe9 at offset 19)" in flat, flat
