@@ -58,3 +58,25 @@ def test_bootstrap_values_match_explicit_resamples():
         rep = np.repeat(x, W[b].astype(int), axis=0)
         ref = krippendorff.alpha(reliability_data=rep.T, level_of_measurement="nominal")
         assert fast[b] == pytest.approx(ref, abs=1e-12)
+
+
+def test_kappa_family_on_plates_needs_no_values_squared_memory():
+    x = plates(40_000, 2, 5, missing=0.0)
+    r = as_ratings(x)
+    tracemalloc.start()
+    res = {
+        a.coefficient: a for a in agreement(r, ["ac1", "pairwise", "fleiss", "cohen"], resamples=50)
+    }
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 900e6, peak  # identity weights as a q x q matrix alone: ~20 GB
+    # Cohen by hand (scikit-learn's confusion matrix would be values x values: 19 GB here)
+    va, ca = np.unique(x[:, 0], return_counts=True)
+    vb, cb = np.unique(x[:, 1], return_counts=True)
+    _, ia, ib = np.intersect1d(va, vb, return_indices=True)
+    pe = float((ca[ia] * cb[ib]).sum()) / len(x) ** 2
+    po = float(np.mean(x[:, 0] == x[:, 1]))
+    assert res["cohen"].point == pytest.approx((po - pe) / (1 - pe), abs=1e-12)
+    assert res["pairwise"].point == pytest.approx(np.mean(x[:, 0] == x[:, 1]), abs=1e-12)
+    for a in res.values():
+        assert a.ci.low <= a.point <= a.ci.high

@@ -26,7 +26,11 @@ import numpy as np
 from scipy import sparse
 
 from truthline.fields import masi_distance
-from truthline.stats._kappa import ToleranceWeights, kappa_from_counts
+from truthline.stats._kappa import (
+    ToleranceWeights,
+    Weights,
+    kappa_from_sums,
+)
 from truthline.stats._ratings import AgreementError, Ratings
 
 LEVELS = ("nominal", "ordinal", "interval", "ratio", "masi")
@@ -308,22 +312,42 @@ class KrippendorffAlpha(Coefficient):
 
 # -- the Gwet family: percent agreement, Fleiss/Scott, AC1/AC2, Brennan-Prediger ----------
 class _PairFamily(Coefficient):
-    """Coefficients of the form (p_a - p_e) / (1 - p_e) with weighted pair agreement."""
+    """Coefficients of the form (p_a - p_e) / (1 - p_e) with weighted pair agreement.
+
+    Unweighted (identity) agreement keeps ``wt = None`` and sparse per-unit counts, so a
+    field with tens of thousands of distinct values (plates) needs no values x values
+    matrix and no dense units x values table."""
 
     uses_weights = True
+    wt: np.ndarray | None
 
     def _features(self) -> Any:
         r, p = self.r, self.pairable
-        self.wt = ratings_weights(r, self.weights)
-        N = r.counts()
-        a = np.where(p, _pair_form(N, self.wt), 0.0)
+        N = r.sparse_counts()
+        if self.weights == "none":
+            self.wt = None
+            a = np.asarray(N.multiply(N).sum(axis=1)).ravel() - self.m  # sum_c n(n-1)
+        else:
+            self.wt = ratings_weights(r, self.weights)
+            a = _pair_form(N.toarray(), self.wt)
+        a = np.where(p, a, 0.0)
         pr = np.where(p, self.m * (self.m - 1), 0).astype(float)
         ratio = np.where(p, a / np.where(p, pr, 1), 0.0)
         rated = self.m >= 1
-        share = N / np.where(rated, self.m, 1)[:, None]
-        return np.column_stack(
-            [p.astype(float), ratio, a, pr, rated.astype(float), N * p[:, None], share]
-        )
+        share = sparse.diags(1.0 / np.where(rated, self.m, 1)) @ N
+        Np = sparse.diags(p.astype(float)) @ N
+        head = np.column_stack([p.astype(float), ratio, a, pr, rated.astype(float)])
+        return sparse.hstack([sparse.csr_matrix(head), Np, share], format="csr")
+
+    def _total_weight(self) -> float:
+        """Sum of the agreement weights (q for identity)."""
+        return float(self.r.q if self.wt is None else self.wt.sum())
+
+    def _quad(self, x: np.ndarray) -> np.ndarray:
+        """Per row, ``x W x'`` (``sum x²`` for identity)."""
+        if self.wt is None:
+            return (x * x).sum(axis=1)
+        return np.einsum("bc,ck,bk->b", x, self.wt, x)
 
     def _parts(self, S: np.ndarray) -> dict[str, Any]:
         q = self.r.q
@@ -356,7 +380,7 @@ class PairwiseAgreement(_PairFamily):
         its interval is then at least the Wilson one (a 100 % cannot collapse)."""
         if self.weights != "none":
             return None
-        F = np.asarray(self.features[:, :2])
+        F = self.features[:, :2].toarray()
         return F[:, 1], F[:, 0]
 
 
@@ -373,7 +397,7 @@ class PooledPairwiseAgreement(_PairFamily):
     def proportion(self) -> tuple[np.ndarray, np.ndarray] | None:
         if self.weights != "none":
             return None
-        F = np.asarray(self.features[:, 2:4])
+        F = self.features[:, 2:4].toarray()
         # pairs within a unit are not independent trials: rescale so the trials sum to the
         # number of pairable units (the ratio, hence the point, is unchanged)
         scale = float(F[:, 1][F[:, 1] > 0].mean())
@@ -392,7 +416,7 @@ class FleissKappa(_PairFamily):
 
     def finish(self, S: np.ndarray) -> np.ndarray:
         p = self._parts(S)
-        pe = np.einsum("bc,ck,bk->b", p["pi"], self.wt, p["pi"])
+        pe = self._quad(p["pi"])
         return self._chance(p["pa"], pe)
 
 
@@ -414,7 +438,7 @@ class GwetAC1(_PairFamily):
         q = self.r.q
         if q < 2:
             return np.full(S.shape[0], np.nan)
-        tw = self.wt.sum()
+        tw = self._total_weight()
         pe = tw / (q * (q - 1)) * (p["pi"] * (1 - p["pi"])).sum(axis=1)
         return self._chance(p["pa"], pe)
 
@@ -427,7 +451,7 @@ class BrennanPrediger(_PairFamily):
 
     def finish(self, S: np.ndarray) -> np.ndarray:
         q = self.r.q
-        pe = np.full(S.shape[0], self.wt.sum() / q**2)
+        pe = np.full(S.shape[0], self._total_weight() / q**2)
         return self._chance(self._parts(S)["pa"], pe)
 
 
@@ -446,12 +470,24 @@ class CohenKappa(Coefficient):
                 f"({', '.join(map(str, r.raters))}); use fleiss, alpha or ac1"
             )
         q = r.q
-        self.wt = ratings_weights(r, self.weights)
+        self.wt: Weights | None = None
         both = np.flatnonzero(self.pairable)
-        cell = r.codes[both, 0] * q + r.codes[both, 1]
-        return sparse.csr_matrix((np.ones(len(both)), (both, cell)), shape=(r.n_units, q * q))
+        ca, cb = r.codes[both, 0], r.codes[both, 1]
+        if self.weights == "none":
+            agree = (ca == cb).astype(float)
+        elif self.weights == "tolerance":
+            self.wt = ToleranceWeights(r.numeric(), float(r.meta.get("tolerance") or 0.0))
+            agree = self.wt.pair(ca, cb)
+        else:
+            dense = agreement_weights(q, self.weights)
+            self.wt, agree = dense, dense[ca, cb]
+        # the kernel's layout (``kappa_unit_sums``), sparse: per unit [agreement, decisions,
+        # margin_a (q), margin_b (q)]; one decision per unit
+        k = len(both)
+        rows = np.tile(both, 4)
+        cols = np.concatenate([np.zeros(k, int), np.ones(k, int), 2 + ca, 2 + q + cb])
+        vals = np.concatenate([agree, np.ones(3 * k)])
+        return sparse.csr_matrix((vals, (rows, cols)), shape=(r.n_units, 2 + 2 * q))
 
     def finish(self, S: np.ndarray) -> np.ndarray:
-        T = S.reshape(-1, self.r.q, self.r.q)  # rater-1 x rater-2 contingency table
-        observed = (T * self.wt).sum(axis=(1, 2))
-        return kappa_from_counts(observed, T.sum(axis=(1, 2)), T.sum(2), T.sum(1), self.wt)
+        return kappa_from_sums(S, self.r.q, self.wt)
