@@ -199,7 +199,7 @@ def test_on_result_error_is_raised_after_the_flush(store, tiny):
         if len(seen) == 5:
             raise ValueError("callback bug")
 
-    be = Counting(delay_s=0.001)
+    be = Counting(delay_s=0.01)  # answers span several 25 ms commit groups
     with pytest.raises(ValueError, match="callback bug"):
         run_requests(
             store,
@@ -211,4 +211,29 @@ def test_on_result_error_is_raised_after_the_flush(store, tiny):
             backend=be,
         )
     # whatever was answered is committed (nothing paid for is lost)
+    assert len(stored(store)) == len(be.answered) < 100
+
+
+def test_a_failing_persist_never_loses_the_answers(store, tiny):
+    """persist runs in the responses' transaction; when it raises, the answers are
+    committed on their own and the error is raised after the flush."""
+    calls = {"n": 0}
+
+    def persist(conn, jobs) -> None:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise ValueError("prediction bug")
+
+    be = Counting(delay_s=0.02)
+    with pytest.raises(ValueError, match="prediction bug"):
+        run_requests(
+            store,
+            "counting:test",
+            reqs(tiny, 100),
+            concurrency=4,
+            progress=False,
+            persist=persist,
+            backend=be,
+        )
+    assert calls["n"] >= 2
     assert len(stored(store)) == len(be.answered) < 100
