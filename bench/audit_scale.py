@@ -5,7 +5,14 @@ Prints the time of each stage and ratios against baselines run in the same proce
 loading the decision table alone, and the audit with point estimates only (0 resamples).
 Goal: the full audit in <= 10 s on 2 cores.
 
+Memory (issue 13): the tracemalloc peak of ``run_audit`` at two sizes (after a warm-up
+run, so imports are not counted), as bytes per tier-1 decision, and the marginal bytes
+per decision between the sizes (what a 1.9 M-decision project pays; the fixed part is
+the bootstrap replicates of a few thousand estimates). Before: ~3.5 KB per decision
+(6.8 GB at 1.9 M decisions). Goal: under 1 KB per decision.
+
     .venv/bin/python bench/audit_scale.py [--items 1345] [--resamples 2000] [--profile]
+        [--memory 1345 4035] [--memory-resamples 200]
 """
 
 from __future__ import annotations
@@ -21,6 +28,10 @@ def main() -> None:
     ap.add_argument("--items", type=int, default=1345)
     ap.add_argument("--resamples", type=int, default=2000)
     ap.add_argument("--profile", action="store_true", help="cProfile the full audit")
+    ap.add_argument(
+        "--memory", type=int, nargs="*", default=[1345, 4035], help="item counts (none: skip)"
+    )
+    ap.add_argument("--memory-resamples", type=int, default=200)
     args = ap.parse_args()
 
     from truthline.audit import load, run_audit
@@ -80,6 +91,54 @@ def main() -> None:
         f"(bootstrap cost {1000 * (t_full - t_points) / max(n_ci, 1):.2f} ms per CI)"
     )
     print(f"goal <= 10 s: {'met' if t_full <= 10 else 'NOT met'}")
+    if args.memory:
+        memory(project, sorted(args.memory), args.memory_resamples)
+
+
+OLD_BYTES_PER_DECISION = 3500
+"""Issue 13's measurement before the change: ~3.5 KB per decision (6.8 GB at 1.9 M)."""
+
+
+def memory(project, sizes: list[int], resamples: int) -> None:
+    """tracemalloc peak of ``run_audit`` per tier-1 decision at each size, and the slope."""
+    import gc
+    import tracemalloc
+
+    from truthline.audit import run_audit
+    from truthline.simulate import build_scenario
+    from truthline.store import Store
+
+    def peak(n: int) -> tuple[int, int]:
+        with tempfile.TemporaryDirectory() as tmp:
+            store = Store(f"sqlite:///{Path(tmp) / 'mem.db'}")
+            sc = build_scenario(store, project, n_items=n, seed=0)
+            gc.collect()
+            tracemalloc.start()
+            res = run_audit(
+                store, project, resamples=resamples, gradient_model=sc.benchmark_version
+            )
+            _, top = tracemalloc.get_traced_memory()
+            tracemalloc.stop()
+            store.close()
+        return int(res.counts["decisions"]), top
+
+    peak(60)  # warm-up: first-use imports are not the audit's memory
+    rows = [(n, *peak(n)) for n in sizes]
+    print(f"memory: tracemalloc peak of run_audit ({resamples} resamples)")
+    for n, dec, top in rows:
+        print(
+            f"  {n:6d} items {dec:8d} decisions  peak {top / 1e6:7.1f} MB  "
+            f"{top / dec:6.0f} B/decision  ({OLD_BYTES_PER_DECISION / (top / dec):.1f}x less "
+            f"than the old {OLD_BYTES_PER_DECISION} B)"
+        )
+    if len(rows) >= 2:
+        (_, d0, p0), (_, d1, p1) = rows[0], rows[-1]
+        slope = (p1 - p0) / max(d1 - d0, 1)
+        print(
+            f"  marginal {slope:6.0f} B/decision between the sizes "
+            f"(~{slope * 1.9e6 / 1e9:.1f} GB at 1.9 M decisions); goal < 1 KB: "
+            f"{'met' if slope < 1000 and p1 / d1 < 1000 else 'NOT met'}"
+        )
 
 
 def _count_cis(obj) -> int:

@@ -370,3 +370,26 @@ def test_deleted_annotation_changes_neither_gold_nor_audit(hand):
     assert after["counts"] == before["counts"]
     for key in ("direction", "override", "correct_label", "flags", "iaa", "gradient"):
         assert after[key] == before[key], key
+
+
+def test_streamed_gold_hash_is_the_json_hash_of_the_snapshot(hand):
+    """The gold hash is computed row by row (memory); it must stay byte-identical to
+    ``json_hash`` of the whole snapshot, or every stored snapshot would look changed."""
+    from truthline.audit import load
+    from truthline.audit._gold import decide
+    from truthline.store import json_hash
+
+    store, project, _ = hand
+    data = load(store, project)
+    res = decide(data, {})
+    full = json_hash(
+        {
+            "project": project.name,
+            "policy": res.policy.as_dict(),
+            "values": sorted(
+                [data.item_keys[g.item], g.path, g.value, g.provenance, sorted(g.sources)]
+                for g in res.values
+            ),
+        }
+    )
+    assert res.hash == full

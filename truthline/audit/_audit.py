@@ -87,8 +87,13 @@ def _sections(
     policy: GoldPolicy,
 ) -> dict[str, Any]:
     c = M.Ctx(data, boot, excluded)
-    direc = M.direction(c)
+    # gold first, kept only as far as the sections need it (its values can outweigh the
+    # decision table): the preview counts, the hash, and the VLM-sourced values
     gold = decide(data, {a: data.exclusions.get(a, "flagged") for a in excluded}, policy)
+    preview = gold.counts() | {"hash": gold.hash}
+    kept = [g for g in gold.values if g.provenance == "anchored_kept"]
+    del gold
+    direc = M.direction(c)
     return {
         "override": M.override(c),
         "direction": direc,
@@ -100,8 +105,8 @@ def _sections(
         "flags": M.flags(c),
         "safety": M.safety(c),
         "residual_risk": M.residual_risk(c, direc["all"]["harmful_anchoring"]["rate"]),
-        "gradient": M.gradient(c, grad_pred, gold, grad_label),
-        "gold_preview": gold.counts() | {"hash": gold.hash},
+        "gradient": M.gradient(c, grad_pred, kept, grad_label),
+        "gold_preview": preview,
     }
 
 
@@ -296,16 +301,22 @@ def _predictions(
 
     from truthline.store import tables as t
 
+    # keyed entity lists name entities by key; unkeyed ones by their own index. Rows are
+    # streamed: only one prediction's JSON is alive at a time.
+    out: dict[int, dict[str, Any]] = {}
     with store.begin() as conn:
         rows = conn.execute(
-            select(t.predictions.c.item_id, t.predictions.c["values"]).where(
+            select(t.predictions.c.item_id, t.predictions.c["values"])
+            .where(
                 t.predictions.c.project == project.name,
                 t.predictions.c.model_version == version,
             )
-        ).all()
-    if not rows:
+            .execution_options(yield_per=2000)
+        )
+        for item, values in rows:
+            out[item] = flatten_values(project, values, {})
+    if not out:
         raise TruthlineError(
             f"no predictions of model version {version!r} in project {project.name!r}"
         )
-    # keyed entity lists name entities by key; unkeyed ones by their own index
-    return {item: flatten_values(project, values, {}) for item, values in rows}
+    return out

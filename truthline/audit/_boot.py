@@ -44,13 +44,16 @@ class Est:
     """A point estimate with its bootstrap replicates (kept so differences can be formed).
 
     Replicates may be computed lazily: ``Boot.ratio`` queues its sums and the first
-    ``.boot`` access evaluates every queued ratio in one matrix product. ``cov``: the item
-    indices the statistic covers (its design); ``stat``: the statistic as a function of
-    multiplicities over ``cov`` (kept only for thin clustered designs, for the jackknife);
-    ``share``: per covered item (successes, trials) of a count proportion.
+    ``.boot`` access evaluates every queued ratio in one matrix product.
+
+    What the CI needs beyond the replicates is kept small (an audit makes thousands of
+    estimates): ``ccov``, the cluster codes the statistic covers (None for an item
+    bootstrap); only for a thin clustered design (< 20 clusters) ``cov`` (covered item
+    indices) and ``stat`` (the statistic of multiplicities over ``cov``, for the
+    jackknife); ``wilson``, the (low, high) of a count proportion's Wilson interval.
     """
 
-    __slots__ = ("_boot", "_thunk", "bounds", "cov", "n", "point", "share", "stat")
+    __slots__ = ("_boot", "_thunk", "bounds", "ccov", "cov", "n", "point", "stat", "wilson")
 
     def __init__(
         self,
@@ -58,18 +61,21 @@ class Est:
         boot: np.ndarray | None,
         n: int,
         thunk: Callable[[], np.ndarray] | None = None,
+        ccov: np.ndarray | None = None,
         cov: np.ndarray | None = None,
         stat: Stat | None = None,
-        share: tuple[np.ndarray, np.ndarray] | None = None,
+        wilson: tuple[float, float] | None = None,
+        bounds: tuple[float, float] | None = None,
     ):
         self.point = point
         self.n = n
         self._boot = boot
         self._thunk = thunk
-        self.cov = np.zeros(0, dtype=np.int64) if cov is None else cov
+        self.ccov = ccov
+        self.cov = cov
         self.stat = stat
-        self.share = share
-        self.bounds: tuple[float, float] | None = (0.0, 1.0) if share is not None else None
+        self.wilson = wilson
+        self.bounds = bounds
         """Where the statistic lives (a jackknife-t interval is clipped to it)."""
 
     @property
@@ -82,9 +88,13 @@ class Est:
         return self._boot
 
     def __sub__(self, other: Est) -> Est:
-        cov = np.union1d(self.cov, other.cov)
-        stat = None
+        ccov = (
+            None if self.ccov is None or other.ccov is None else np.union1d(self.ccov, other.ccov)
+        )
+        cov = stat = None
         if self.stat is not None and other.stat is not None:
+            assert self.cov is not None and other.cov is not None
+            cov = np.union1d(self.cov, other.cov)
             pa, pb = np.searchsorted(cov, self.cov), np.searchsorted(cov, other.cov)
             sa, sb = self.stat, other.stat
 
@@ -96,6 +106,7 @@ class Est:
             None,
             min(self.n, other.n),
             lambda: self.boot - other.boot,
+            ccov,
             cov,
             stat,
         )
@@ -107,6 +118,7 @@ class Est:
             None,
             self.n,
             lambda: self.boot * k,
+            self.ccov,
             self.cov,
             None if s is None else (lambda V: s(V) * k),
         )
@@ -121,7 +133,8 @@ class Boot:
         self.seed = seed
         labels = np.asarray(clusters, dtype=object).astype(str)
         _, codes = np.unique(labels, return_inverse=True)
-        self.labels = labels
+        self.names = np.unique(labels)
+        """Cluster label per cluster code."""
         self.cluster_of = codes.astype(np.int64).ravel()
         self.nc = int(codes.max()) + 1 if len(codes) else 0
         self.clustered = self.nc < self.n
@@ -131,13 +144,15 @@ class Boot:
         self.W = draw(self.nc, resamples, seed).astype(np.float64)
         self.scheme = "cluster" if self.clustered else "item"
         self._queue: list[tuple[np.ndarray, np.ndarray, Est]] = []
+        # queued sums are bounded to ~4 MB whatever the number of clusters
+        self._batch = int(min(512, max(16, 4_000_000 // (16 * max(self.nc, 1)))))
 
     def _flush(self) -> np.ndarray:
         """Evaluate every queued ratio: one (resamples x clusters) @ (clusters x 2q) product
         per chunk instead of one product per statistic."""
         queue, self._queue = self._queue, []
-        for start in range(0, len(queue), 512):
-            chunk = queue[start : start + 512]
+        for start in range(0, len(queue), self._batch):
+            chunk = queue[start : start + self._batch]
             M = np.empty((self.nc, 2 * len(chunk)))
             for j, (num, den, _) in enumerate(chunk):
                 M[:, 2 * j] = num
@@ -157,9 +172,21 @@ class Boot:
         w = np.broadcast_to(np.asarray(values, dtype=float), units.shape)
         return np.bincount(units, weights=w, minlength=self.n)
 
-    def _thin(self, cov: np.ndarray) -> bool:
-        """Whether the statistic over items ``cov`` sits on too few clusters to bootstrap."""
-        return self.clustered and len(np.unique(self.cluster_of[cov])) < MIN_CLUSTERS_TOTAL
+    def _cover(self, cov: np.ndarray) -> tuple[np.ndarray | None, bool]:
+        """(cluster codes covered, whether that is too few clusters to bootstrap)."""
+        if not self.clustered:
+            return None, False
+        ccov = np.unique(self.cluster_of[cov]).astype(np.int32)
+        return ccov, len(ccov) < MIN_CLUSTERS_TOTAL
+
+    def _wilson(self, cov: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+        """Wilson interval of a count proportion, adjusted for its clusters (items when the
+        items are the units); a single unit still gets the plain Wilson interval."""
+        labels = list(self.cluster_of[cov]) if self.clustered else list(cov)
+        w = proportion_ci(a, b, clusters=labels)
+        if not np.isfinite(w.low) and not self.clustered:
+            w = proportion_ci(float(a.sum()), float(b.sum()))
+        return float(w.low), float(w.high)
 
     def ratio(self, num: np.ndarray, den: np.ndarray, *, share: bool = False) -> Est:
         """sum(num) / sum(den) over items; resamples are evaluated lazily, in batches.
@@ -168,19 +195,26 @@ class Boot:
         point = float(num.sum()) / d if d > 0 else float("nan")
         cov = np.flatnonzero(den)
         n = len(cov)
+        ccov, thin = self._cover(cov)
         a, b = num[cov], den[cov]
-        sh = (a, b) if share and _counts(a, b) else None
+        wilson = None
+        if share and self.resamples and n and _counts(a, b):
+            wilson = self._wilson(cov, a, b)
         stat = None
-        if self._thin(cov):
+        if thin:
 
             def stat(V: np.ndarray) -> np.ndarray:
                 with np.errstate(invalid="ignore", divide="ignore"):
                     return np.asarray((V @ a) / (V @ b))
 
+        bounds = (0.0, 1.0) if wilson is not None else None
+        keep = cov if thin else None
         if not self.resamples:
-            return Est(point, np.empty(0), n, cov=cov, stat=stat, share=sh)
-        est = Est(point, None, n, self._flush, cov, stat, sh)
+            return Est(point, np.empty(0), n, None, ccov, keep, stat, wilson, bounds)
+        est = Est(point, None, n, self._flush, ccov, keep, stat, wilson, bounds)
         self._queue.append((self._agg(num), self._agg(den), est))
+        if len(self._queue) >= self._batch:  # each queued ratio holds 2 x clusters sums
+            self._flush()
         return est
 
     def rate(self, units: np.ndarray, hits: np.ndarray, weights: np.ndarray | None = None) -> Est:
@@ -205,58 +239,58 @@ class Boot:
         point = float(kappa_from_sums(F.sum(axis=0), k)[0])
         boot = kappa_from_sums(self.W @ F, k) if self.resamples else np.empty(0)
         cov = np.unique(units)
+        ccov, thin = self._cover(cov)
         stat = None
-        if self._thin(cov):
+        if thin:
             pos = np.searchsorted(cov, units)
             Fi = kappa_unit_sums(pos, agree, ca, cb, k, len(cov))
 
             def stat(V: np.ndarray) -> np.ndarray:
                 return np.asarray(kappa_from_sums(V @ Fi, k), dtype=float)
 
-        est = Est(point, np.asarray(boot, dtype=float), len(cov), cov=cov, stat=stat)
-        est.bounds = (-1.0, 1.0)
-        return est
+        return Est(
+            point,
+            np.asarray(boot, dtype=float),
+            len(cov),
+            None,
+            ccov,
+            cov if thin else None,
+            stat,
+            None,
+            (-1.0, 1.0),
+        )
 
     def ci(self, est: Est) -> CI:
         """The estimate's CI on its own design: the clusters it covers, the thin-design
         warning and fallback (``stats.design_ci``), Wilson at least for count proportions."""
-        cov = est.cov
-        labels = list(self.labels[cov]) if self.clustered else None
-        d = design(len(cov), labels)
+        names = None if est.ccov is None else list(self.names[est.ccov])
+        d = design(len(names), names) if names is not None else design(est.n)
         nan = float("nan")
         thin_one = d.n_clusters is not None and d.n_clusters < 2
-        if not self.resamples or thin_one or not len(cov):
+        if not self.resamples or thin_one or not est.n:
             return CI(est.point, nan, nan, 0, self.seed, scheme=self.scheme, n=est.n, **d.fields())
-        if d.jackknife and est.stat is not None:
+        if d.jackknife and est.stat is not None and est.cov is not None:
             ci = design_ci(
                 est.point,
                 est.stat,
-                len(cov),
-                clusters=labels,
+                len(est.cov),
+                clusters=list(self.cluster_of[est.cov]),
                 resamples=self.resamples,
                 seed=self.seed,
                 boot=est.boot,
                 bounds=est.bounds,
             )
-            ci = replace(ci, n=est.n)
+            ci = replace(ci, n=est.n, **d.fields())
         else:
             ci = percentile_ci(
                 est.point, est.boot, seed=self.seed, scheme=self.scheme, n=est.n, design=d
             )
-        if est.share is None or not np.isfinite(ci.low) or not np.isfinite(est.point):
+        if est.wilson is None or not np.isfinite(ci.low) or not np.isfinite(est.point):
             return ci
-        succ, trials = est.share
-        w = proportion_ci(
-            succ, trials, clusters=labels if labels is not None else list(cov.tolist())
-        )
-        if not np.isfinite(w.low) and labels is None:
-            # a single item: nothing to adjust for, but the rate still must not collapse
-            w = proportion_ci(float(succ.sum()), float(trials.sum()))
-        if not np.isfinite(w.low):
+        lo, hi = est.wilson
+        if not np.isfinite(lo):
             return ci
-        return replace(
-            ci, low=min(ci.low, w.low), high=max(ci.high, w.high), method=f"{ci.method}+wilson"
-        )
+        return replace(ci, low=min(ci.low, lo), high=max(ci.high, hi), method=f"{ci.method}+wilson")
 
 
 def _counts(a: np.ndarray, b: np.ndarray) -> bool:

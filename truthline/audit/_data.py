@@ -11,13 +11,14 @@ worker. All comparisons go through the leaf field type's ``agree``.
 from __future__ import annotations
 
 import re
+import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from truthline.fields import EntityList, FieldType
 from truthline.project import Project
@@ -43,7 +44,7 @@ def flatten(ft: FieldType, value: Any, frame: Any = None) -> dict[str, Any]:
     ``+<own id>``) plus the membership ``{workers: [ids]}``.
     """
     if not isinstance(ft, EntityList):
-        return {ft.path: value}
+        return {ft.path: _small(value)}
     if value is None:
         return {}
     ents: list[dict[str, Any]] = value
@@ -65,13 +66,26 @@ def flatten(ft: FieldType, value: Any, frame: Any = None) -> dict[str, Any]:
             eid = f"+{ft.entity_id(ent, i)}"
         else:
             eid = ft.entity_id(ref[j], j)
+        eid = _small(eid)
         ids.append(eid)
         for name in ft.subfields:
             if name == ft.spec.key:
                 continue
-            out[f"{ft.path}[{eid}].{name}"] = ent.get(name)
+            out[_path(ft.path, eid, name)] = _small(ent.get(name))
     out[ft.path] = sorted(ids)
     return out
+
+
+@lru_cache(maxsize=1 << 16)
+def _path(parent: str, eid: str, name: str) -> str:
+    """One shared string per decision path (``workers[P1].action`` recurs on every item)."""
+    return sys.intern(f"{parent}[{eid}].{name}")
+
+
+def _small(x: Any) -> Any:
+    """Short strings (labels, codes) shared instead of one copy per decision; JSON decoding
+    makes a new string object for every occurrence."""
+    return sys.intern(x) if isinstance(x, str) and len(x) <= 64 else x
 
 
 def flatten_values(project: Project, values: dict[str, Any], frame: dict[str, Any]) -> dict:
@@ -85,7 +99,11 @@ def flatten_values(project: Project, values: dict[str, Any], frame: dict[str, An
     return out
 
 
-@dataclass
+_NO_SKIPS: frozenset[str] = frozenset()
+"""Shared by every annotation that skipped nothing (most of them)."""
+
+
+@dataclass(slots=True)
 class Annotation:
     """One tier-1 or tier-2 annotation (all its fields), flattened to decisions."""
 
@@ -96,7 +114,7 @@ class Annotation:
     tier: int
     lead_time: float | None
     values: dict[str, Any]
-    skipped: set[str] = field(default_factory=set)
+    skipped: set[str] | frozenset[str] = field(default_factory=set)
     shown_prediction: int | None = None
     flagged: bool = False
     n_fields: int = 0
@@ -164,10 +182,64 @@ def _agree(ft: FieldType, x: Any, y: Any) -> float:
     return 1.0 if ft.agree(x, y) else 0.0
 
 
+def _group(rows: Any) -> Any:
+    """Annotation rows (ordered by source_id, id) -> one dict per annotation, as soon as its
+    last row is read, so only one annotation's raw JSON values are alive at a time."""
+    g: dict[str, Any] | None = None
+    for r in rows:
+        if g is None or g["sid"] != r.source_id:
+            if g is not None:
+                yield g
+            g = {
+                "sid": r.source_id,
+                "first": r.id,
+                "item": r.item_id,
+                "annotator": sys.intern(r.annotator),
+                "arm": sys.intern(r.arm),
+                "tier": int(r.tier),
+                "lead": r.lead_time,
+                "values": {},
+                "skipped": set(),
+                "shown": r.shown_prediction_id,
+                "flagged": False,
+            }
+        g["flagged"] = g["flagged"] or bool(r.flagged)
+        if r.skipped:
+            g["skipped"].add(r.field_path)
+        else:
+            g["values"][r.field_path] = r.value
+        if g["lead"] is None and r.lead_time is not None:
+            g["lead"] = r.lead_time
+    if g is not None:
+        yield g
+
+
 def load(store: Store, project: Project, *, model_version: str | None = None) -> AuditData:
-    """Read the project's rows from the store and build the decision table."""
+    """Read the project's rows from the store and build the decision table.
+
+    Memory (issue 13: ~3.5 KB per decision before): annotation rows are streamed and
+    flattened one annotation at a time, only the chosen prefill version's JSON is read,
+    and decision paths and short string values are interned, so a decision costs its
+    share of one flat dict plus the decision table's compact columns.
+    """
     t = tables
     name = project.name
+    a_t = t.annotations
+    live = (a_t.c.project == name, a_t.c.deleted_at.is_(None))
+    cols = (
+        a_t.c.id,
+        a_t.c.source_id,
+        a_t.c.item_id,
+        a_t.c.field_path,
+        a_t.c.annotator,
+        a_t.c.arm,
+        a_t.c.tier,
+        a_t.c.value,
+        a_t.c.skipped,
+        a_t.c.lead_time,
+        a_t.c.shown_prediction_id,
+        a_t.c.flagged,
+    )
     with store.begin() as conn:
         items = conn.execute(
             select(t.items.c.id, t.items.c.key, t.items.c.parent)
@@ -176,29 +248,104 @@ def load(store: Store, project: Project, *, model_version: str | None = None) ->
         ).all()
         preds = conn.execute(
             select(
-                t.predictions.c.id,
-                t.predictions.c.item_id,
-                t.predictions.c.model_version,
-                t.predictions.c["values"],
+                t.predictions.c.id, t.predictions.c.item_id, t.predictions.c.model_version
             ).where(t.predictions.c.project == name)
         ).all()
-        anns = conn.execute(
-            select(
-                t.annotations.c.source_id,
-                t.annotations.c.item_id,
-                t.annotations.c.field_path,
-                t.annotations.c.annotator,
-                t.annotations.c.arm,
-                t.annotations.c.tier,
-                t.annotations.c.value,
-                t.annotations.c.skipped,
-                t.annotations.c.lead_time,
-                t.annotations.c.shown_prediction_id,
-                t.annotations.c.flagged,
+        if model_version is not None and not any(p.model_version == model_version for p in preds):
+            from truthline.errors import TruthlineError
+
+            have = sorted({str(p.model_version) for p in preds})
+            raise TruthlineError(
+                f"no predictions of model version {model_version!r} in project {name!r} "
+                f"(have: {', '.join(have) or 'none'})"
             )
-            .where(t.annotations.c.project == name, t.annotations.c.deleted_at.is_(None))
-            .order_by(t.annotations.c.id)
-        ).all()
+        if model_version is None:
+            # which prediction is v: the version shown to anchored annotators (rows that
+            # showed it, first shown first), else the most common version
+            shown = conn.execute(
+                select(a_t.c.shown_prediction_id, func.count(), func.min(a_t.c.id))
+                .where(*live, a_t.c.shown_prediction_id.is_not(None))
+                .group_by(a_t.c.shown_prediction_id)
+                .order_by(func.min(a_t.c.id))
+            ).all()
+            by_id = {p.id: p.model_version for p in preds}
+            versions: Counter[str] = Counter()
+            for pid, n, _ in shown:
+                if pid in by_id:
+                    versions[by_id[pid]] += int(n)
+            if not versions:
+                versions = Counter(p.model_version for p in preds)
+            model_version = versions.most_common(1)[0][0] if versions else None
+        raw_pred = dict(
+            conn.execute(
+                select(t.predictions.c.item_id, t.predictions.c["values"]).where(
+                    t.predictions.c.project == name,
+                    t.predictions.c.model_version == model_version,
+                )
+            ).all()
+        )
+        pred_id = {p.item_id: p.id for p in preds if p.model_version == model_version}
+        del preds
+        tier2 = list(
+            _group(
+                conn.execute(
+                    select(*cols).where(*live, a_t.c.tier == 2).order_by(a_t.c.source_id, a_t.c.id)
+                )
+            )
+        )
+        tier2.sort(key=lambda g: g["first"])
+
+        # frames for entity alignment: the prediction, else the first tier-2 value
+        frames: dict[int, dict[str, Any]] = defaultdict(dict)
+        for item, vals in raw_pred.items():
+            frames[item].update(vals)
+        for g in tier2:
+            for k, v in g["values"].items():
+                frames[g["item"]].setdefault(k, v)
+        pred = {i: flatten_values(project, v, frames[i]) for i, v in raw_pred.items()}
+        del raw_pred
+
+        firsts: list[int] = []
+        annotations: list[Annotation] = []
+
+        def add(g: dict[str, Any]) -> Annotation:
+            a = Annotation(
+                g["sid"],
+                g["item"],
+                g["annotator"],
+                g["arm"],
+                g["tier"],
+                g["lead"],
+                flatten_values(project, g["values"], frames.get(g["item"], {})),
+                g["skipped"] or _NO_SKIPS,
+                g["shown"],
+                g["flagged"],
+                len(g["values"]),
+            )
+            annotations.append(a)
+            firsts.append(g["first"])
+            return a
+
+        expert: dict[int, dict[str, Any]] = {}
+        expert_ann: dict[int, str] = {}
+        adjud: dict[int, dict[str, Any]] = {}
+        for g in tier2:
+            a = add(g)
+            if a.arm == "adjudication":
+                adjud.setdefault(a.item, {}).update(a.values)
+            elif a.item not in expert:
+                expert[a.item] = a.values
+                expert_ann[a.item] = a.annotator
+        del tier2
+        rows = conn.execute(
+            select(*cols)
+            .where(*live, a_t.c.tier != 2)
+            .order_by(a_t.c.source_id, a_t.c.id)
+            .execution_options(yield_per=2000)
+        )
+        for g in _group(rows):
+            add(g)
+        frames.clear()
         excl = conn.execute(
             select(t.exclusions.c.annotator, t.exclusions.c.reason)
             .where(t.exclusions.c.project == name, t.exclusions.c.active.is_(True))
@@ -220,86 +367,9 @@ def load(store: Store, project: Project, *, model_version: str | None = None) ->
                 )
             ).all()
         )
-
-    # which prediction is v: the version shown to anchored annotators, else the most common
-    if model_version is not None and not any(p.model_version == model_version for p in preds):
-        from truthline.errors import TruthlineError
-
-        have = sorted({str(p.model_version) for p in preds})
-        raise TruthlineError(
-            f"no predictions of model version {model_version!r} in project {name!r} "
-            f"(have: {', '.join(have) or 'none'})"
-        )
-    if model_version is None:
-        shown = Counter(r.shown_prediction_id for r in anns if r.shown_prediction_id)
-        by_id = {p.id: p.model_version for p in preds}
-        versions = Counter(by_id[i] for i in shown.elements() if i in by_id)
-        if not versions:
-            versions = Counter(p.model_version for p in preds)
-        model_version = versions.most_common(1)[0][0] if versions else None
-    raw_pred = {p.item_id: p.values for p in preds if p.model_version == model_version}
-    pred_id = {p.item_id: p.id for p in preds if p.model_version == model_version}
-
-    # group annotation rows into annotations
-    grouped: dict[str, dict[str, Any]] = {}
-    for r in anns:
-        g = grouped.setdefault(
-            r.source_id,
-            {
-                "item": r.item_id,
-                "annotator": r.annotator,
-                "arm": r.arm,
-                "tier": int(r.tier),
-                "lead": r.lead_time,
-                "values": {},
-                "skipped": set(),
-                "shown": r.shown_prediction_id,
-                "flagged": False,
-            },
-        )
-        g["flagged"] = g["flagged"] or bool(r.flagged)
-        if r.skipped:
-            g["skipped"].add(r.field_path)
-        else:
-            g["values"][r.field_path] = r.value
-        if g["lead"] is None and r.lead_time is not None:
-            g["lead"] = r.lead_time
-
-    # frames for entity alignment: the prediction, else the first tier-2 value
-    frames: dict[int, dict[str, Any]] = defaultdict(dict)
-    for item, vals in raw_pred.items():
-        frames[item].update(vals)
-    for g in grouped.values():
-        if g["tier"] == 2:
-            for k, v in g["values"].items():
-                frames[g["item"]].setdefault(k, v)
-
-    pred = {i: flatten_values(project, v, frames[i]) for i, v in raw_pred.items()}
-    expert: dict[int, dict[str, Any]] = {}
-    expert_ann: dict[int, str] = {}
-    adjud: dict[int, dict[str, Any]] = {}
-    annotations: list[Annotation] = []
-    for sid, g in grouped.items():
-        flat = flatten_values(project, g["values"], frames[g["item"]])
-        a = Annotation(
-            sid,
-            g["item"],
-            g["annotator"],
-            g["arm"],
-            g["tier"],
-            g["lead"],
-            flat,
-            g["skipped"],
-            g["shown"],
-            g["flagged"],
-            len(g["values"]),
-        )
-        annotations.append(a)
-        if a.tier == 2 and a.arm == "adjudication":
-            adjud.setdefault(a.item, {}).update(flat)
-        elif a.tier == 2 and a.item not in expert:
-            expert[a.item] = flat
-            expert_ann[a.item] = a.annotator
+    # the order of the store (first row id), as every consumer expects
+    order = sorted(range(len(annotations)), key=firsts.__getitem__)
+    annotations = [annotations[k] for k in order]
 
     item_ids = [r.id for r in items]
     data = AuditData(
@@ -325,16 +395,31 @@ def load(store: Store, project: Project, *, model_version: str | None = None) ->
 
 
 def _decisions(data: AuditData) -> dict[str, np.ndarray]:
-    """Tier-1 decisions on audited fields as column arrays (NaN = not comparable)."""
+    """Tier-1 decisions on audited fields as column arrays (NaN = not comparable).
+
+    Filled in place into preallocated arrays (a first pass counts the decisions): no
+    per-decision Python lists, ints or tuples are built on the way."""
     project = data.project
     audited = set(data.fields)
     fts = {f: project.field(f) for f in audited}
-    cols: dict[str, list[Any]] = defaultdict(list)
-    for ann_idx, a in enumerate(data.annotations):
-        if a.tier != 1 or a.arm in REVIEW_ARMS:
-            continue
+    tier1 = [
+        (k, a) for k, a in enumerate(data.annotations) if a.tier == 1 and a.arm not in REVIEW_ARMS
+    ]
+    n = sum(
+        1
+        for _, a in tier1
+        for path, h in a.values.items()
+        if h is not None and leaf_of(path) in audited
+    )
+    ints = {k: np.empty(n, dtype=np.int64) for k in ("ann", "unit", "item", "vc", "hc")}
+    flts = {k: np.empty(n, dtype=float) for k in ("hv", "he", "ve")}
+    objs = {k: np.empty(n, dtype=object) for k in ("path", "field", "annotator", "arm")}
+    objs |= {k: np.full(n, None, dtype=object) for k in ("h", "v", "e")}
+    i = 0
+    for ann_idx, a in tier1:
         v_all = data.pred.get(a.item, {})
         e_all = data.expert.get(a.item, {})
+        unit = data.item_index[a.item]
         for path, h in a.values.items():
             leaf = leaf_of(path)
             if leaf not in audited or h is None:
@@ -342,33 +427,18 @@ def _decisions(data: AuditData) -> dict[str, np.ndarray]:
             ft = fts[leaf]
             v = v_all.get(path)
             e = e_all.get(path)
-            cols["ann"].append(ann_idx)
-            cols["unit"].append(data.item_index[a.item])
-            cols["item"].append(a.item)
-            cols["path"].append(path)
-            cols["field"].append(leaf)
-            cols["annotator"].append(a.annotator)
-            cols["arm"].append(a.arm)
-            cols["hv"].append(_agree(ft, h, v))
-            cols["he"].append(_agree(ft, h, e))
-            cols["ve"].append(_agree(ft, v, e))
-            cols["h"].append(h)
-            cols["v"].append(v)
-            cols["e"].append(e)
-    # category codes per (field, value) for kappa, computed once
+            ints["ann"][i], ints["unit"][i], ints["item"][i] = ann_idx, unit, a.item
+            objs["path"][i], objs["field"][i] = path, leaf
+            objs["annotator"][i], objs["arm"][i] = a.annotator, a.arm
+            flts["hv"][i] = _agree(ft, h, v)
+            flts["he"][i] = _agree(ft, h, e)
+            flts["ve"][i] = _agree(ft, v, e)
+            objs["h"][i], objs["v"][i], objs["e"][i] = h, v, e
+            i += 1
+    # category codes per (field, value) for kappa, computed once (prefill values first)
     cats: dict[Any, int] = {}
     for src, dst in (("v", "vc"), ("h", "hc")):
-        cols[dst] = [
-            -1 if x is None else cats.setdefault((f, _hashable(x)), len(cats))
-            for f, x in zip(cols["field"], cols[src], strict=True)
-        ]
-    out: dict[str, np.ndarray] = {}
-    for k in ("ann", "unit", "item", "vc", "hc"):
-        out[k] = np.asarray(cols[k], dtype=np.int64)
-    for k in ("hv", "he", "ve"):
-        out[k] = np.asarray(cols[k], dtype=float)
-    for k in ("path", "field", "annotator", "arm", "h", "v", "e"):
-        arr = np.empty(len(cols[k]), dtype=object)
-        arr[:] = cols[k]
-        out[k] = arr
-    return out
+        out_codes = ints[dst]
+        for k, (f, x) in enumerate(zip(objs["field"], objs[src], strict=True)):
+            out_codes[k] = -1 if x is None else cats.setdefault((f, _hashable(x)), len(cats))
+    return {**ints, **flts, **objs}

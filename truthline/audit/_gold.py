@@ -18,7 +18,7 @@ from sqlalchemy import select
 from truthline.audit._data import REVIEW_ARMS, AuditData, leaf_of
 from truthline.errors import TruthlineError
 from truthline.fields import EntityList
-from truthline.store import Store, json_hash, now, tables
+from truthline.store import Store, now, tables
 
 PROVENANCES = ("expert", "blind_consensus", "anchored_kept", "anchored_corrected", "adjudicated")
 SLICES = ("all", "blind", "anchored", "vlm-sourced")
@@ -57,17 +57,19 @@ class GoldPolicy:
         return asdict(self)
 
 
-@dataclass
+@dataclass(slots=True)
 class GoldValue:
     item: int
     path: str
     value: Any
     provenance: str
-    sources: list[str]
+    sources: tuple[str, ...]
+    """Who the value came from; one shared tuple per distinct set (a tuple: these are
+    made for every gold value, and lists would double their size)."""
     arm: str = ""
 
 
-@dataclass
+@dataclass(slots=True)
 class Pending:
     item: int
     kind: str  # adjudication | requeue
@@ -154,14 +156,20 @@ def decide(
     pending: list[Pending] = []
     dropped: dict[int, str] = {}
     version = data.model_version or "prefill"
+    vlm = f"vlm:{version}"
+    tuples: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+    def shared(t: tuple[str, ...]) -> tuple[str, ...]:
+        return tuples.setdefault(t, t)
+
     for item in data.item_ids:
         e = data.expert.get(item, {})
         adj = data.adjudicated.get(item, {})
         anns = by_item.get(item, [])
         if not anns and not e and not adj:
             if excluded_on.get(item):
-                names = sorted(set(excluded_on[item]))
-                reason = "; ".join(f"{n} excluded: {excluded[n]}" for n in names)
+                gone = sorted(set(excluded_on[item]))
+                reason = "; ".join(f"{n} excluded: {excluded[n]}" for n in gone)
                 if policy.excluded == "requeue":
                     pending.append(Pending(item, "requeue", "", reason))
                 else:
@@ -172,13 +180,13 @@ def decide(
             if val is None or leaf_of(path) not in paths_ok:
                 continue
             arm = "blind" if any(a.arm == "blind" for a in anns) else ""
-            src = [data.expert_annotator.get(item, "expert")]
+            src = shared((data.expert_annotator.get(item, "expert"),))
             values.append(GoldValue(item, path, val, "expert", src, arm))
             done.add(path)
         for path, val in adj.items():
             if val is None or path in done or leaf_of(path) not in paths_ok:
                 continue
-            values.append(GoldValue(item, path, val, "adjudicated", ["adjudicator"]))
+            values.append(GoldValue(item, path, val, "adjudicated", ("adjudicator",)))
             done.add(path)
         blind = [a for a in anns if a.arm == "blind"]
         anchored = [a for a in anns if a.arm != "blind"]
@@ -194,7 +202,7 @@ def decide(
                 shown = ", ".join(f"{n}={x!r}" for n, x in vals)
                 pending.append(Pending(item, "adjudication", path, f"{arm} disagreement: {shown}"))
                 continue
-            names = [n for n, _ in vals]
+            names = shared(tuple(n for n, _ in vals))
             if arm == "blind":
                 if len(vals) < 2 and policy.single_blind == "adjudicate":
                     pending.append(Pending(item, "adjudication", path, "single blind annotation"))
@@ -204,22 +212,40 @@ def decide(
             v = v_all.get(path)
             if v is not None and _same(data, path, first, v):
                 values.append(
-                    GoldValue(item, path, first, "anchored_kept", [*names, f"vlm:{version}"], arm)
+                    GoldValue(item, path, first, "anchored_kept", shared((*names, vlm)), arm)
                 )
             else:
                 values.append(GoldValue(item, path, first, "anchored_corrected", names, arm))
     res = GoldResult(values, pending, policy, dropped=dropped)
-    res.hash = json_hash(
-        {
-            "project": data.project.name,
-            "policy": policy.as_dict(),
-            "values": sorted(
-                [data.item_keys[g.item], g.path, g.value, g.provenance, sorted(g.sources)]
-                for g in values
-            ),
-        }
-    )
+    res.hash = _gold_hash(data, policy, values)
     return res
+
+
+def _gold_hash(data: AuditData, policy: GoldPolicy, values: list[GoldValue]) -> str:
+    """``store.json_hash`` of ``{project, policy, values: sorted rows}``, byte for byte, but
+    streamed row by row instead of building the whole list and its JSON text in memory.
+
+    Rows ``[item key, path, value, provenance, sources]`` sort by (item key, path), which
+    is unique per gold value, so the order is the one ``sorted`` gave the full rows."""
+    import hashlib
+    import json
+
+    def dump(x: Any) -> str:
+        return json.dumps(x, sort_keys=True, default=str)
+
+    h = hashlib.sha256()
+    h.update(
+        f'{{"policy": {dump(policy.as_dict())}, "project": {dump(data.project.name)}, '
+        '"values": ['.encode()
+    )
+    keys = data.item_keys
+    order = sorted(range(len(values)), key=lambda k: (keys[values[k].item], values[k].path))
+    for n, k in enumerate(order):
+        g = values[k]
+        row = [keys[g.item], g.path, g.value, g.provenance, sorted(g.sources)]
+        h.update(((", " if n else "") + dump(row)).encode())
+    h.update(b"]}")
+    return h.hexdigest()
 
 
 def write(store: Store, data: AuditData, res: GoldResult) -> bool:
@@ -252,7 +278,7 @@ def write(store: Store, data: AuditData, res: GoldResult) -> bool:
                     field_path=g.path,
                     value=g.value,
                     provenance=g.provenance,
-                    sources=g.sources,
+                    sources=list(g.sources),
                 )
                 for g in res.values
             ]

@@ -14,7 +14,7 @@ import numpy as np
 
 from truthline.audit._boot import Boot, Est
 from truthline.audit._data import REVIEW_ARMS, AuditData, leaf_of
-from truthline.audit._gold import GoldResult
+from truthline.audit._gold import GoldValue
 
 DIRECTIONS = (
     "productive_anchoring",
@@ -366,7 +366,7 @@ def residual_risk(c: Ctx, harmful: Est) -> dict[str, Any]:
 
 
 def gradient(
-    c: Ctx, pred: dict[int, dict[str, Any]], gold: GoldResult, label: str | None
+    c: Ctx, pred: dict[int, dict[str, Any]], kept: list[GoldValue], label: str | None
 ) -> dict[str, Any]:
     """One set of predictions scored against blind labels, anchored labels and
     VLM-sourced gold (decisions on the audited fields)."""
@@ -381,7 +381,7 @@ def gradient(
     has = ~np.isnan(p_ag)
     hit = p_ag == 1
     units, agr = [], []
-    for g in gold.values:
+    for g in kept:  # the VLM-sourced gold values
         if g.provenance != "anchored_kept" or leaf_of(g.path) not in fields:
             continue
         p = pred.get(g.item, {}).get(g.path)
