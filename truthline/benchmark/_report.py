@@ -122,7 +122,9 @@ def write_report(
             "Leaderboard",
             "Accuracy over every target decision with a "
             f"{'cluster' if project.benchmark.cluster else 'item'} bootstrap 95% CI "
-            f"({_resamples(board)} resamples, seed {project.benchmark.seed}). Model failures are "
+            f"({_resamples(board)} resamples, seed {project.benchmark.seed}; the clusters and "
+            "strata each interval resampled are shown beside it, and with fewer than 20 "
+            "clusters it is a cluster jackknife-t, marked ⚠). Model failures are "
             "scored wrong; infrastructure-missing answers are excluded (coverage).",
             rows,
             _plot_leaderboard(board, files / "leaderboard.png"),
