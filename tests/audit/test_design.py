@@ -84,5 +84,6 @@ def test_thin_cluster_design_is_named_and_warned(four_videos):
     assert rate["high"] - rate["low"] >= item.high - item.low
     md = to_markdown(r)
     assert "(4 clusters ⚠)" in md
-    assert "⚠ Thin resampling design — 4 clusters: few clusters (4 < 20)" in md
+    assert "⚠ Thin resampling design — " in md
+    assert "intervals over 4 clusters (fewer than 20: cluster jackknife-t)" in md
     assert "4 clusters" in to_html(r)

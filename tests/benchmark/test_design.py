@@ -40,8 +40,8 @@ def test_thin_stratified_cluster_design_is_named_warned_and_not_too_narrow():
     assert shown.endswith("(4 clusters in 2 strata ⚠)")
     assert cli_ci(ci.as_dict()).endswith("(4 clusters in 2 strata ⚠)")
     note = Section("t", sources=[{"accuracy": ci.as_dict()}]).note
-    assert note.startswith("⚠ Thin resampling design — 4 clusters in 2 strata: thin strata")
-    assert "few clusters (4 < 20)" in note
+    assert note.startswith("⚠ Thin resampling design — 1 interval over 4 clusters in 2 strata")
+    assert "strata dropped (2 < 10 clusters in a stratum)" in note
     assert Section("t", sources=[item.as_dict()]).note == ""
 
 

@@ -267,7 +267,9 @@ class Boot:
         d = design(len(names), names) if names is not None else design(est.n)
         nan = float("nan")
         thin_one = d.n_clusters is not None and d.n_clusters < 2
-        if not self.resamples or thin_one or not est.n:
+        if not est.n:  # nothing to estimate from: no design to describe either
+            return CI(est.point, nan, nan, 0, self.seed, scheme=self.scheme, n=0)
+        if not self.resamples or thin_one:
             return CI(est.point, nan, nan, 0, self.seed, scheme=self.scheme, n=est.n, **d.fields())
         if d.jackknife and est.stat is not None and est.cov is not None:
             ci = design_ci(
