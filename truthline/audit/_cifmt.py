@@ -82,8 +82,8 @@ def design_note(objs: Iterable[Any]) -> str:
     parts = []
     if n_few:
         span = f"{few[0]}" if few[0] == few[-1] else f"{few[0]}-{few[-1]}"
-        strata = {x.get("strata") for x in thin if x.get("strata")}
-        where = f" in {min(strata)} strata" if len(strata) == 1 and min(strata) else ""
+        strata = {int(x["strata"]) for x in thin if x.get("strata")}
+        where = f" in {min(strata)} strata" if len(strata) == 1 else ""
         parts.append(
             f"{n_few} interval{'s' if n_few != 1 else ''} over {span} clusters{where} "
             "(fewer than 20: cluster jackknife-t)"
