@@ -482,6 +482,11 @@ class Demo:
             for m in rows:
                 table.add_row(*_inflation_row(m))
             self.console.print(table)
+            from truthline.audit._cifmt import design_note
+
+            note = design_note(rows)
+            if note:  # e.g. 4 videos in 2 sites: never shown as if over that many items
+                self.console.print(f"[yellow]{note}[/]")
             up = [
                 str(m["model"])
                 for m in rows
@@ -527,21 +532,31 @@ def _short(d: Any) -> str:
 
 
 def _inflation_row(m: dict[str, Any]) -> list[str]:
+    from truthline.audit._cifmt import with_design
+
     def pct(x: Any) -> str:
         if isinstance(x, dict):
             p, lo, hi = x.get("point"), x.get("low"), x.get("high")
             if p is None:
                 return "-"
-            return f"{100 * p:.1f}%" + (
-                f" [{100 * lo:.1f}, {100 * hi:.1f}]" if lo is not None and hi is not None else ""
+            return with_design(
+                f"{100 * p:.1f}%"
+                + (
+                    f" [{100 * lo:.1f}, {100 * hi:.1f}]"
+                    if lo is not None and hi is not None
+                    else ""
+                ),
+                x,
             )
         return "-" if x is None else f"{100 * x:.1f}%"
 
     def pp(x: Any) -> str:
         if isinstance(x, dict) and x.get("point") is not None:
             lo, hi = x.get("low"), x.get("high")
-            return f"{x['point']:+.1f}" + (
-                f" [{lo:+.1f}, {hi:+.1f}]" if lo is not None and hi is not None else ""
+            return with_design(
+                f"{x['point']:+.1f}"
+                + (f" [{lo:+.1f}, {hi:+.1f}]" if lo is not None and hi is not None else ""),
+                x,
             )
         return "-"
 
