@@ -59,3 +59,13 @@ def test_every_metric_records_its_design():
     ]
     for ci in cis:
         assert ci.clusters == 4 and "few clusters" in ci.warning, ci
+
+
+def test_demo_summary_cells_name_the_design():
+    """The demo's own compare-gold table (4 videos in 2 sites) shows the design too."""
+    from truthline.demo._loop import _inflation_row
+
+    correct, units, videos, sites = _demo_design()
+    ci = M.accuracy(correct, units=units, clusters=videos, strata=sites, rs=M.Resampling(400, 0))
+    row = _inflation_row({"model": "m", "blind": ci.as_dict(), "anchored": None})
+    assert row[1].endswith("(4 clusters in 2 strata ⚠)") and row[2] == "-"
