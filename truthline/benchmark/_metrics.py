@@ -10,7 +10,7 @@ one multiplicity matrix from ``truthline.stats.draw`` (seeded), so non-linear st
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,11 +20,12 @@ from truthline.stats import (
     CI,
     DEFAULT_RESAMPLES,
     Design,
+    at_least_wilson,
     design,
     design_ci,
     draw,
+    is_count_share,
     percentile_ci,
-    proportion_ci,
 )
 
 MISSING = "<missing>"
@@ -163,36 +164,11 @@ def _ci(
         ci = percentile_ci(
             point, boot, level=rs.level, seed=rs.seed, scheme=u.scheme, n=u.n, design=d
         )
-    if share is None or not np.isfinite(ci.low) or not np.isfinite(point):
+    if share is None:
         return ci
-    a, b = share
-    keep = b > 0
-    if not keep.any():
-        return ci
+    # a unit (item) is a cluster of its decisions when no coarser clusters are declared
     labels = u.clusters if u.clusters is not None else list(range(u.n))
-    w = proportion_ci(
-        a[keep],
-        b[keep],
-        clusters=[labels[int(k)] for k in np.flatnonzero(keep)],
-        confidence=rs.level,
-    )
-    if not np.isfinite(w.low):
-        return ci
-    return replace(
-        ci, low=min(ci.low, w.low), high=max(ci.high, w.high), method=f"{ci.method}+wilson"
-    )
-
-
-def _is_share(a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether per-unit sums are a count proportion (whole successes out of whole trials);
-    partial credit and weighted means are not."""
-    return bool(
-        len(a)
-        and np.all(a >= 0)
-        and np.all(a <= b)
-        and np.all(a == np.round(a))
-        and np.all(b == np.round(b))
-    )
+    return at_least_wilson(ci, share[0], share[1], clusters=labels)
 
 
 def subset_ci(
@@ -252,7 +228,7 @@ def _ratio_on(
     boot = None
     if W is not None:
         boot = _div(W @ na, W @ nb if Wb is None else Wb)
-    share = (na, nb) if _is_share(na, nb) else None
+    share = (na, nb) if is_count_share(na, nb) else None
     return _ci(point, boot, rs, u, lambda V: _div(V @ na, V @ nb), share)
 
 

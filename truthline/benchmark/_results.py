@@ -22,6 +22,7 @@ from truthline.benchmark._registry import Scored, compute_metrics, confidence_va
 from truthline.benchmark._runner import load_manifest
 from truthline.errors import TruthlineError
 from truthline.project import Project
+from truthline.stats import is_count_share
 from truthline.store import Store, tables
 
 ENTRY = ["model", "variant", "condition", "control"]
@@ -385,7 +386,7 @@ def sliced_accuracies(
             u,
             cov,
             _ratio_stat(a_c, b_c),
-            (a_c, b_c) if M._is_share(a_c, b_c) else None,
+            (a_c, b_c) if is_count_share(a_c, b_c) else None,
         )
         out["boot"][sl] = boot
     return out

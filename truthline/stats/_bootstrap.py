@@ -19,7 +19,7 @@ cluster-adjusted by the design effect), which cannot collapse to zero width at 0
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -450,23 +450,43 @@ def ratio_ci(
         level=level,
         bounds=(0.0, 1.0) if share else None,
     )
-    if not share or not np.isfinite(ci.low) or not np.isfinite(point):
+    return at_least_wilson(ci, a, b, clusters=clusters) if share else ci
+
+
+def is_count_share(successes: np.ndarray, trials: np.ndarray) -> bool:
+    """Whether per-unit sums are a count proportion (whole successes out of whole trials);
+    partial credit and weighted means are not."""
+    a, b = np.asarray(successes, dtype=float), np.asarray(trials, dtype=float)
+    return bool(
+        len(a)
+        and np.all(a >= 0)
+        and np.all(a <= b)
+        and np.all(a == np.round(a))
+        and np.all(b == np.round(b))
+    )
+
+
+def at_least_wilson(
+    ci: CI,
+    successes: Sequence[float] | np.ndarray,
+    trials: Sequence[float] | np.ndarray,
+    *,
+    clusters: Sequence[Any] | None = None,
+) -> CI:
+    """``ci`` widened to at least the (cluster-adjusted) Wilson interval of the per-unit
+    ``successes`` / ``trials``, so a proportion's interval cannot collapse at 0 or 1.
+    Units with no trials are ignored; an undefined ``ci`` is returned as it is."""
+    a = np.asarray(successes, dtype=float)
+    b = np.asarray(trials, dtype=float)
+    keep = b > 0
+    if not keep.any() or not np.isfinite(ci.low) or not np.isfinite(ci.point):
         return ci
-    w = proportion_ci(a, b, clusters=clusters, confidence=level)
-    return CI(
-        ci.point,
-        min(ci.low, w.low),
-        max(ci.high, w.high),
-        ci.resamples,
-        seed,
-        method=f"{ci.method}+wilson",
-        scheme=ci.scheme,
-        level=level,
-        n=n,
-        clusters=ci.clusters,
-        strata=ci.strata,
-        min_per_stratum=ci.min_per_stratum,
-        warning=ci.warning,
+    labels = None if clusters is None else [clusters[int(k)] for k in np.flatnonzero(keep)]
+    w = proportion_ci(a[keep], b[keep], clusters=labels, confidence=ci.level)
+    if not np.isfinite(w.low):
+        return ci
+    return replace(
+        ci, low=min(ci.low, w.low), high=max(ci.high, w.high), method=f"{ci.method}+wilson"
     )
 
 
