@@ -19,22 +19,27 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from truthline.stats import (
     CI,
     MIN_CLUSTERS_TOTAL,
+    ToleranceWeights,
     design,
     design_ci,
     draw,
     kappa_codes,
     kappa_from_sums,
     kappa_unit_sums,
+    kappa_weights,
     percentile_ci,
     proportion_ci,
 )
+
+if TYPE_CHECKING:
+    from truthline.audit._data import CodeTable
 
 Stat = Callable[[np.ndarray], np.ndarray]
 """Statistic of item multiplicities over an estimate's covered items (B x len(cov))."""
@@ -226,18 +231,38 @@ class Boot:
         )
 
     def kappa(
-        self, units: np.ndarray, agree: np.ndarray, a: Sequence[Any], b: Sequence[Any]
+        self,
+        units: np.ndarray,
+        agree: np.ndarray,
+        a: Sequence[Any],
+        b: Sequence[Any],
+        tolerance: float | None = None,
+        codes: CodeTable | None = None,
     ) -> Est:
         """Cohen's kappa: observed agreement from the field type's ``agree``, chance
-        agreement from the two positions' category margins (values as categories).
-        ``a``/``b`` are category codes (ints) or hashable-able values. The kernel and its
-        per-cluster sums are ``truthline.stats``'s; resamples are one ``W @ F``."""
+        agreement from the two positions' category margins under the SAME definition of
+        agreement (METRICS.md §1). ``a``/``b`` are category codes (ints) or hashable values.
+        ``tolerance``: ``a``/``b`` are numbers that agree within it (observed and chance).
+        ``codes``: ``a``/``b`` are the audit's category codes and the table says which of
+        them agree (numbers within their field's tolerance; a pooled kappa never pairs two
+        fields). The kernel and its per-cluster sums are ``truthline.stats``'s; resamples
+        are one ``W @ F``."""
         if len(units) == 0:
             return Est(float("nan"), np.full(self.resamples, np.nan), 0)
-        ca, cb, k = kappa_codes(a, b)
+        w: ToleranceWeights | None = None
+        if tolerance is not None:
+            ca, cb, k, w, agree = kappa_weights(a, b, tolerance)
+        elif codes is not None:
+            both = np.concatenate([np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)])
+            present, inv = np.unique(both, return_inverse=True)
+            inv = inv.ravel()
+            ca, cb, k = inv[: len(a)], inv[len(a) :], len(present)
+            w = codes.weights(present)
+        else:
+            ca, cb, k = kappa_codes(a, b)
         F = kappa_unit_sums(self.cluster_of[units], agree, ca, cb, k, self.nc)
-        point = float(kappa_from_sums(F.sum(axis=0), k)[0])
-        boot = kappa_from_sums(self.W @ F, k) if self.resamples else np.empty(0)
+        point = float(kappa_from_sums(F.sum(axis=0), k, w)[0])
+        boot = kappa_from_sums(self.W @ F, k, w) if self.resamples else np.empty(0)
         cov = np.unique(units)
         ccov, thin = self._cover(cov)
         stat = None
@@ -246,7 +271,7 @@ class Boot:
             Fi = kappa_unit_sums(pos, agree, ca, cb, k, len(cov))
 
             def stat(V: np.ndarray) -> np.ndarray:
-                return np.asarray(kappa_from_sums(V @ Fi, k), dtype=float)
+                return np.asarray(kappa_from_sums(V @ Fi, k, w), dtype=float)
 
         return Est(
             point,

@@ -20,8 +20,9 @@ from typing import Any
 import numpy as np
 from sqlalchemy import func, select
 
-from truthline.fields import EntityList, FieldType
+from truthline.fields import EntityList, FieldType, Number
 from truthline.project import Project
+from truthline.stats import ToleranceWeights
 from truthline.store import Store, tables
 
 _INDEX = re.compile(r"\[[^\]]*\]")
@@ -143,11 +144,38 @@ class AuditData:
     review_weights: dict[int, float]
     # decision columns (tier-1 only)
     d: dict[str, np.ndarray] = field(default_factory=dict)
+    codes: CodeTable | None = None
+    """What each kappa category code of ``d["vc"]``/``d["hc"]`` stands for."""
     ft_cache: dict[str, FieldType] = field(default_factory=dict)
 
     @property
     def annotators(self) -> list[str]:
         return sorted({a.annotator for a in self.annotations if a.tier == 1})
+
+
+def number_tolerance(ft: FieldType) -> float | None:
+    """The tolerance a number field agrees within (None: exact categories suffice)."""
+    if isinstance(ft, Number) and ft.spec.tolerance > 0:
+        return float(ft.spec.tolerance)
+    return None
+
+
+@dataclass(frozen=True)
+class CodeTable:
+    """Per kappa category code (one per field and value): the number it stands for, the
+    tolerance it agrees within and its field. Why: chance agreement must use the field's own
+    ``agree`` (METRICS.md §1), so a number within tolerance of another is the same category
+    for p_e as it is for p_o; codes of other fields never agree (a pooled kappa)."""
+
+    x: np.ndarray
+    tol: np.ndarray
+    group: np.ndarray
+
+    def weights(self, codes: np.ndarray) -> ToleranceWeights | None:
+        """Agreement weights among ``codes`` (in their order); None when they are exact."""
+        if not len(codes) or not np.any(self.tol[codes] > 0):
+            return None
+        return ToleranceWeights(self.x[codes], self.tol[codes], groups=self.group[codes])
 
 
 def audited_fields(project: Project) -> list[str]:
@@ -390,11 +418,11 @@ def load(store: Store, project: Project, *, model_version: str | None = None) ->
         arms={int(k): v for k, v in arms.items()},
         review_weights={int(k): float(w) for k, w in weights.items()},
     )
-    data.d = _decisions(data)
+    data.d, data.codes = _decisions(data)
     return data
 
 
-def _decisions(data: AuditData) -> dict[str, np.ndarray]:
+def _decisions(data: AuditData) -> tuple[dict[str, np.ndarray], CodeTable]:
     """Tier-1 decisions on audited fields as column arrays (NaN = not comparable).
 
     Filled in place into preallocated arrays (a first pass counts the decisions): no
@@ -437,8 +465,42 @@ def _decisions(data: AuditData) -> dict[str, np.ndarray]:
             i += 1
     # category codes per (field, value) for kappa, computed once (prefill values first)
     cats: dict[Any, int] = {}
+    xs: list[float] = []
     for src, dst in (("v", "vc"), ("h", "hc")):
         out_codes = ints[dst]
         for k, (f, x) in enumerate(zip(objs["field"], objs[src], strict=True)):
-            out_codes[k] = -1 if x is None else cats.setdefault((f, _hashable(x)), len(cats))
-    return {**ints, **flts, **objs}
+            if x is None:
+                out_codes[k] = -1
+                continue
+            key = (f, _hashable(x))
+            code = cats.get(key)
+            if code is None:
+                code = cats[key] = len(cats)
+                xs.append(_number(x))
+            out_codes[k] = code
+    return {**ints, **flts, **objs}, _code_table(data.fields, fts, cats, xs)
+
+
+def _number(x: Any) -> float:
+    return float(x) if isinstance(x, int | float) and not isinstance(x, bool) else np.nan
+
+
+def _code_table(
+    fields: list[str], fts: dict[str, FieldType], cats: dict[Any, int], xs: list[float]
+) -> CodeTable:
+    """Number codes of a field with a tolerance keep their value and tolerance; every other
+    code is its own exact category (a group of its own within the field's)."""
+    q = len(cats)
+    x = np.arange(q, dtype=float)
+    tol = np.zeros(q)
+    group = np.empty(q, dtype=np.int64)
+    fidx = {f: i for i, f in enumerate(fields)}
+    tols = {f: number_tolerance(fts[f]) for f in fields}
+    for (f, _), code in cats.items():
+        group[code] = fidx[f]
+        t, v = tols[f], xs[code]
+        if t is not None and np.isfinite(v):
+            x[code], tol[code] = v, t
+        elif t is not None:  # not a number after all: agrees only with itself
+            group[code] = len(fields) + code
+    return CodeTable(x, tol, group)

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from truthline.audit._boot import Boot, Est
-from truthline.audit._data import REVIEW_ARMS, AuditData, leaf_of
+from truthline.audit._data import REVIEW_ARMS, AuditData, leaf_of, number_tolerance
 from truthline.audit._gold import GoldValue
 
 DIRECTIONS = (
@@ -186,8 +186,11 @@ def vlm_kappa(c: Ctx) -> dict[str, Any]:
     d = c.d
 
     def k(sel: np.ndarray) -> Est:
-        # codes are (field, value) categories: pooled kappa never mixes two fields' labels
-        return c.boot.kappa(d["unit"][sel], d["hv"][sel], d["vc"][sel], d["hc"][sel])
+        # codes are (field, value) categories: pooled kappa never mixes two fields' labels;
+        # the code table makes chance agreement use each field's tolerance, as ``hv`` does
+        return c.boot.kappa(
+            d["unit"][sel], d["hv"][sel], d["vc"][sel], d["hc"][sel], codes=c.data.codes
+        )
 
     by_a = {a: k(m & (d["annotator"] == a)) for a in c.annotators}
     by_af = {
@@ -245,8 +248,13 @@ def iaa(c: Ctx) -> dict[str, Any]:
     res: dict[str, Any] = {}
     pb, pa = _pairs(c, "blind"), _pairs(c, "anchored")
     for f in c.data.fields:
-        kb = c.boot.kappa(np.asarray(pb[f][0], dtype=np.int64), np.asarray(pb[f][1]), *pb[f][2:])
-        ka = c.boot.kappa(np.asarray(pa[f][0], dtype=np.int64), np.asarray(pa[f][1]), *pa[f][2:])
+        tol = number_tolerance(c.data.project.field(f))  # observed and chance alike
+        kb = c.boot.kappa(
+            np.asarray(pb[f][0], dtype=np.int64), np.asarray(pb[f][1]), *pb[f][2:], tol
+        )
+        ka = c.boot.kappa(
+            np.asarray(pa[f][0], dtype=np.int64), np.asarray(pa[f][1]), *pa[f][2:], tol
+        )
         res[f] = {
             "blind": kb,
             "anchored": ka,
