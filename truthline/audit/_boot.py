@@ -30,6 +30,7 @@ from truthline.stats import (
     design,
     design_ci,
     draw,
+    is_count_share,
     kappa_codes,
     kappa_from_sums,
     kappa_unit_sums,
@@ -203,7 +204,7 @@ class Boot:
         ccov, thin = self._cover(cov)
         a, b = num[cov], den[cov]
         wilson = None
-        if share and self.resamples and n and _counts(a, b):
+        if share and self.resamples and n and is_count_share(a, b):
             wilson = self._wilson(cov, a, b)
         stat = None
         if thin:
@@ -318,14 +319,3 @@ class Boot:
         if not np.isfinite(lo):
             return ci
         return replace(ci, low=min(ci.low, lo), high=max(ci.high, hi), method=f"{ci.method}+wilson")
-
-
-def _counts(a: np.ndarray, b: np.ndarray) -> bool:
-    """Whole successes out of whole trials (a count proportion, not a mean or a weight)."""
-    return bool(
-        len(a)
-        and np.all(a >= 0)
-        and np.all(a <= b)
-        and np.all(a == np.round(a))
-        and np.all(b == np.round(b))
-    )
