@@ -1,7 +1,8 @@
 """Label Studio's own environment: its venv and a pre-migrated template data dir.
 
 Label Studio 1.23.2 pins Django 5.2 and ``label-studio-sdk==2.1.2``; it lives in its own venv
-(``~/.cache/truthline/ls-1.23.2`` unless ``TRUTHLINE_LS_VENV`` says otherwise), created on
+(``$XDG_CACHE_HOME/truthline/ls-1.23.2``, ``~/.cache`` when ``XDG_CACHE_HOME`` is unset, unless
+``TRUTHLINE_LS_VENV`` says otherwise), created on
 first use (~3.5 min, ~1 GB). A fresh data dir needs ~400 migrations (~2 min); tests copy a
 template migrated once (``TRUTHLINE_LS_TEMPLATE``, default beside the venv) and start in ~13 s.
 
@@ -21,15 +22,25 @@ from pathlib import Path
 from truthline.errors import TruthlineError
 
 LS_VERSION = "1.23.2"
-CACHE = Path.home() / ".cache" / "truthline"
+
+
+def cache_dir() -> Path:
+    """truthline's cache folder: ``$XDG_CACHE_HOME/truthline`` (XDG base-directory spec), else
+    ``~/.cache/truthline``; read at call time so a changed environment is honoured."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    # the spec says a relative path is invalid and must be ignored
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
+    return base / "truthline"
 
 
 def venv_dir() -> Path:
-    return Path(os.environ.get("TRUTHLINE_LS_VENV") or CACHE / f"ls-{LS_VERSION}")
+    return Path(os.environ.get("TRUTHLINE_LS_VENV") or cache_dir() / f"ls-{LS_VERSION}")
 
 
 def template_dir() -> Path:
-    return Path(os.environ.get("TRUTHLINE_LS_TEMPLATE") or CACHE / f"ls-{LS_VERSION}-template")
+    return Path(
+        os.environ.get("TRUTHLINE_LS_TEMPLATE") or cache_dir() / f"ls-{LS_VERSION}-template"
+    )
 
 
 def _installed(venv: Path) -> bool:
