@@ -68,7 +68,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "stats": (
         "truthline.stats._cli",
         "app",
-        "Rater-agreement statistics with confidence intervals (METRICS.md §2).",
+        "Rater-agreement statistics (kappa, alpha, AC1 and more) with bootstrap confidence intervals.",
     ),
     "benchmark": (
         "truthline.benchmark._cli",

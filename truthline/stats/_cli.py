@@ -34,7 +34,7 @@ from truthline.stats._table import (
 )
 
 app = typer.Typer(
-    help="Rater-agreement statistics with confidence intervals (METRICS.md §2).",
+    help="Rater-agreement statistics (kappa, alpha, AC1 and more) with bootstrap confidence intervals.",
     no_args_is_help=True,
 )
 
