@@ -5,13 +5,16 @@ beside edit depth, and chart calls when no call costs anything."""
 
 from __future__ import annotations
 
+import json
 import math
+import subprocess
+import sys
 
 import pytest
 from sqlalchemy import select, update
 
 from truthline.audit import exclude_annotator, run_audit
-from truthline.dashboards._queries import gradient_choices
+from truthline.audit._audit import default_gradient_model, prediction_versions
 from truthline.simulate import build_simulated_loop, simulated_answer
 from truthline.simulate._loop import PREFILL
 from truthline.store import now, tables
@@ -55,8 +58,35 @@ def _frame(at, column: str):
 
 
 def test_gradient_defaults_to_a_rerun_of_the_prefill(demo_ws):
-    versions, shown, default = gradient_choices(demo_ws.store, "steel-safety")
-    assert versions == sorted([PREFILL, RERUN]) and shown == PREFILL and default == RERUN
+    versions = prediction_versions(demo_ws.store, "steel-safety")
+    assert versions == sorted([PREFILL, RERUN])
+    assert default_gradient_model(versions, PREFILL) == RERUN
+    assert default_gradient_model([PREFILL], PREFILL) == PREFILL
+    res = run_audit(demo_ws.store, demo_ws.project(), resamples=50)
+    assert res.settings["gradient_model"] == RERUN
+    assert not any("self-reference" in w for w in res.warnings)
+
+
+def test_dashboard_and_cli_show_the_same_gradient_default(demo_ws, run_app):
+    """Issue 14: the page showed the re-run's inflation while `audit run` scored the prefill
+    against itself (24.0 vs 29.5 pp on one store). Both now take run_audit's one default."""
+    cmd = [sys.executable, "-m", "truthline", "--workspace", str(demo_ws.root)]
+    r = subprocess.run(
+        [*cmd, "audit", "run", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    cli = json.loads(r.stdout)
+    assert cli["settings"]["gradient_model"] == RERUN
+    at = run_app(demo_ws, page="audit")
+    assert not at.exception, at.exception
+    shown = next(m.value for m in at.metric if m.label.startswith("Inflation"))
+    assert shown == f"{cli['gradient']['inflation_pp']['point']:+.1f}"
+    grad = _frame(at, "reference")[0].set_index("reference")
+    for ref, key in (("blind-arm labels", "blind"), ("VLM-sourced gold", "vlm_sourced")):
+        assert math.isclose(grad.loc[ref, "point"], cli["gradient"][key]["point"])
 
 
 def test_audit_page_scores_the_rerun_and_names_the_excluded(demo_ws, run_app, texts):

@@ -176,6 +176,35 @@ def signals(s: dict[str, Any], project: Project, excluded: set[str]) -> dict[str
     return out
 
 
+RERUN_MARK = "@"
+"""A re-run of model version ``v`` is stored as ``v@<tag>`` (``truthline demo`` writes ``@rerun``)."""
+
+
+def prediction_versions(store: Store, project: str) -> list[str]:
+    """Every prediction ``model_version`` in the store for this project, sorted."""
+    from sqlalchemy import select
+
+    from truthline.store import tables as t
+
+    with store.begin() as conn:
+        rows = conn.execute(
+            select(t.predictions.c.model_version)
+            .where(t.predictions.c.project == project)
+            .distinct()
+        )
+        return sorted(v for (v,) in rows if v)
+
+
+def default_gradient_model(versions: list[str], shown: str | None) -> str | None:
+    """THE default predictions of the provenance gradient (CLI, dashboards and reports all
+    use this): a re-run of the shown model (``<shown>@...``, first in sort order) when the
+    store has one, else the shown model itself. Scoring the shown predictions makes the
+    VLM-sourced slice agree with itself by construction (METRICS.md, provenance gradient)."""
+    if shown is None:
+        return None
+    return next((v for v in sorted(versions) if v.startswith(f"{shown}{RERUN_MARK}")), shown)
+
+
 def run_audit(
     store: Store,
     project: Project,
@@ -189,8 +218,9 @@ def run_audit(
     """The provenance audit over the store (METRICS.md §3), every number with a bootstrap CI.
 
     ``model_version``: the prefill ``v`` (default: the version shown to anchored annotators).
-    ``gradient_model``: predictions scored in the provenance gradient (default: ``v``; a
-    warning says when that makes the VLM-sourced slice self-referential).
+    ``gradient_model``: predictions scored in the provenance gradient (default:
+    ``default_gradient_model``, a re-run of ``v`` when stored, else ``v`` with a warning that
+    the VLM-sourced slice is then self-referential).
     """
     B = project.audit.resamples if resamples is None else resamples
     sd = project.audit.seed if seed is None else seed
@@ -205,6 +235,10 @@ def run_audit(
     if data.model_version is None:
         warnings.append("no predictions in the store: override and direction need a prefill")
     boot = Boot(data.clusters, B, sd)
+    if gradient_model is None:
+        gradient_model = default_gradient_model(
+            prediction_versions(store, project.name), data.model_version
+        )
     grad_label = gradient_model or data.model_version
     if gradient_model and gradient_model != data.model_version:
         grad_pred = _predictions(store, project, gradient_model, data)

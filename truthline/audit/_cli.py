@@ -38,8 +38,10 @@ def run_cmd(
         str | None,
         typer.Option(
             "--gradient-model",
-            help="Prediction model_version scored in the provenance gradient "
-            "(default: the prefill, which makes the VLM-sourced slice self-referential).",
+            help="Prediction model_version scored in the provenance gradient (default: a "
+            "re-run of the prefill, <prefill>@..., when stored; else the prefill itself, "
+            "which makes the VLM-sourced slice self-referential). The dashboards use the "
+            "same default.",
         ),
     ] = None,
     model_version: Annotated[

@@ -147,34 +147,6 @@ def model_costs(store: Store, project: str) -> list[dict[str, Any]]:
     ]
 
 
-def gradient_choices(store: Store, project: str) -> tuple[list[str], str | None, str | None]:
-    """(prediction versions in the store, the version anchored annotators were shown, the
-    default for the provenance gradient).
-
-    The default is a re-run of the shown model (``<shown>@...``, as ``truthline demo``
-    stores it) when there is one: scoring the shown predictions themselves makes the
-    VLM-sourced slice agree with itself by construction (METRICS.md, provenance gradient).
-    """
-    p, e = t.predictions, t.exposures
-    with store.begin() as conn:
-        versions = sorted(
-            v
-            for (v,) in conn.execute(
-                select(p.c.model_version).where(p.c.project == project).distinct()
-            )
-            if v
-        )
-        shown = conn.execute(
-            select(e.c.model_version)
-            .where(e.c.project == project, e.c.model_version.is_not(None))
-            .group_by(e.c.model_version)
-            .order_by(func.count().desc(), e.c.model_version)
-            .limit(1)
-        ).scalar()
-    rerun = next((v for v in versions if shown and v.startswith(f"{shown}@")), None)
-    return versions, shown, rerun or shown
-
-
 def label_studio_links(store: Store, project: str) -> list[dict[str, Any]]:
     """Label Studio projects of this project, with the URL that opens each."""
     lp = t.ls_projects

@@ -17,7 +17,6 @@ from truthline.dashboards._charts import chart, design_warning
 from truthline.dashboards._context import Context
 from truthline.dashboards._frame import cached
 from truthline.dashboards._plots import ci_bars, ci_row, forest
-from truthline.dashboards._queries import gradient_choices
 from truthline.dashboards._registry import page
 from truthline.errors import TruthlineError
 
@@ -34,7 +33,8 @@ DIRECTIONS = (
 
 
 def audit_result(ctx: Context, gradient_model: str | None = None) -> dict[str, Any]:
-    """``run_audit(...).as_dict()``, cached per data version and gradient model."""
+    """``run_audit(...).as_dict()``, cached per data version and gradient model (``None``:
+    run_audit's own default, the same one ``truthline audit run`` uses)."""
     from truthline.audit import run_audit
 
     return cached(
@@ -45,23 +45,30 @@ def audit_result(ctx: Context, gradient_model: str | None = None) -> dict[str, A
     )
 
 
-def _pick_gradient_model(ctx: Context) -> str | None:
-    """The predictions the provenance gradient scores (a re-run of the prefill by default)."""
-    versions, shown, default = cached(
-        ctx, "dashboards.gradient_choices", lambda: gradient_choices(ctx.store, ctx.name)
+def _with_gradient_choice(ctx: Context, res: dict[str, Any]) -> dict[str, Any]:
+    """Offer every stored prediction version for the provenance gradient; the preselected one
+    is the default ``run_audit`` chose (``default_gradient_model``), so the page and the CLI
+    show the same number until someone picks another."""
+    from truthline.audit._audit import prediction_versions
+
+    versions = cached(
+        ctx,
+        "truthline.audit._audit.prediction_versions",
+        lambda: prediction_versions(ctx.store, ctx.name),
     )
-    if len(versions) < 2 or default is None:
-        return None
+    default = res["settings"].get("gradient_model")
+    if len(versions) < 2 or default not in versions:
+        return res
     choice = st.selectbox(
         "Provenance gradient scores",
         versions,
-        index=versions.index(default) if default in versions else 0,
+        index=versions.index(default),
         key="audit-gradient-model",
         help="Predictions scored against blind, anchored and VLM-sourced labels. The prefill "
-        "shown to annotators agrees with its own VLM-sourced labels by construction: pick a "
-        "re-run of the model.",
+        "shown to annotators agrees with its own VLM-sourced labels by construction: the "
+        "default is a re-run of the model when the store has one.",
     )
-    return None if choice == shown else choice
+    return res if choice == default else audit_result(ctx, choice)
 
 
 def direction_table(res: dict[str, Any], fields: list[str]) -> pd.DataFrame:
@@ -356,9 +363,8 @@ def _section_time(res: dict[str, Any], fields: list[str]) -> None:
 @page("Provenance audit", order=30, url_path="audit", icon=":material/policy:")
 def audit(ctx: Context) -> None:
     st.title("Provenance audit")
-    gradient_model = _pick_gradient_model(ctx)
     try:
-        res = audit_result(ctx, gradient_model)
+        res = _with_gradient_choice(ctx, audit_result(ctx))
     except TruthlineError as exc:
         st.info(str(exc))
         return
