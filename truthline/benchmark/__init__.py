@@ -1,6 +1,6 @@
 """Benchmark: the embedded runner over gold, the scoring contract, metrics, reports, export.
 
-Public API: ``run_benchmark``/``RunConfig`` (run or resume), ``load_run``, ``model_metrics``,
+Public API: ``run_benchmark``/``RunConfig`` (run or resume; ``RunInterrupted`` on Ctrl-C/SIGTERM), ``load_run``, ``model_metrics``,
 ``leaderboard``, ``compare_gold``, ``paired_matrix``, ``condition_change`` (plain data for
 the CLI and dashboards), ``write_report``, ``export_release``/``load_release``, the metric
 registry (``metric``; ``metric(name, across=True)`` for metrics comparing the models of a
@@ -42,7 +42,7 @@ from truthline.benchmark._results import (
     model_metrics,
     paired_matrix,
 )
-from truthline.benchmark._runner import RunConfig, load_manifest, run_benchmark
+from truthline.benchmark._runner import RunConfig, RunInterrupted, load_manifest, run_benchmark
 from truthline.benchmark._scoring import score_answer
 
 __all__ = [
@@ -51,6 +51,7 @@ __all__ = [
     "GoldItem",
     "RunConfig",
     "RunData",
+    "RunInterrupted",
     "RunScored",
     "Scored",
     "across_metrics",

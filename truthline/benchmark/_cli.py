@@ -13,6 +13,7 @@ from truthline._cli_common import (
     ProjectOpt,
     console,
     emit,
+    err_console,
     resamples_option,
     workspace,
     ws_project,
@@ -89,7 +90,7 @@ def run_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Run models over gold and score them; rerunning the same command resumes the run."""
-    from truthline.benchmark import RunConfig, run_benchmark
+    from truthline.benchmark import RunConfig, RunInterrupted, run_benchmark
 
     ws, proj = ws_project(ctx, project)
     cfg = RunConfig(
@@ -105,7 +106,11 @@ def run_cmd(
         max_cost=max_cost,
         retry_missing=retry_missing,
     )
-    man = run_benchmark(ws.store, proj, cfg, progress=not as_json)
+    try:
+        man = run_benchmark(ws.store, proj, cfg, progress=not as_json)
+    except RunInterrupted as exc:  # Ctrl-C / SIGTERM: one line, the signal's exit code
+        err_console.print(str(exc), markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(exc.exit_code) from None
 
     def render() -> None:
         table = Table(

@@ -1,0 +1,72 @@
+"""The benchmark/audit CLIs around the library: signals and failing endpoints end in their
+exit codes with one line, user-supplied names and keys stay inside their folders, output
+paths into missing folders just work."""
+
+from __future__ import annotations
+
+import json
+
+from sqlalchemy import func, select
+from typer.testing import CliRunner
+
+from truthline.cli import app
+from truthline.models import Backend, Completion, backend
+from truthline.store import tables
+
+runner = CliRunner()
+TRUTH: dict[str, dict] = {}
+SENT: list[str] = []
+KILL = {"at": 4}
+
+
+def cli(ws, *args: str):
+    return runner.invoke(app, ["--workspace", str(ws.root), *args])
+
+
+def _answer(truth: dict) -> dict:
+    return {
+        "worker_count": truth["worker_count"],
+        "workers": [
+            {k: w[k] for k in ("worker_id", "action", "helmet", "harness", "safety_violation")}
+            for w in truth["workers"]
+        ],
+    }
+
+
+@backend("glue-sigterm")
+class _SigtermOnFourth(Backend):
+    """Answers 3 requests, then the process gets a real SIGTERM with requests in flight."""
+
+    async def complete(self, request):
+        import asyncio
+        import os
+        import signal
+
+        SENT.append(request.context["key"])
+        if KILL["at"] and len(SENT) == KILL["at"]:
+            os.kill(os.getpid(), signal.SIGTERM)
+        if KILL["at"] and len(SENT) >= KILL["at"]:
+            await asyncio.sleep(3600)
+        return Completion(text=json.dumps(TRUTH[request.context["key"]]))
+
+
+def test_run_sigterm_exits_143_with_one_line_and_resumes(bench_ws):
+    ws, project, items, _ = bench_ws
+    keys = {r["id"]: r["key"] for r in ws.store.items(project.name)}
+    TRUTH.clear()
+    TRUTH.update({keys[i]: _answer(t) for i, t in items})
+    SENT.clear()
+    KILL["at"] = 4
+    r = cli(ws, "benchmark", "run", "-m", "glue-sigterm:x", "--concurrency", "2", "--json")
+    assert r.exit_code == 143, (r.exit_code, r.output, r.exception)
+    assert not isinstance(r.exception, Exception) or isinstance(r.exception, SystemExit)
+    assert "terminated" in r.stderr and "rerun the same command to resume" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    with ws.store.begin() as conn:
+        n = conn.execute(select(func.count()).select_from(tables.run_results)).scalar_one()
+    assert n == 3
+    SENT.clear()
+    KILL["at"] = 0  # no signal this time: the rerun answers the rest
+    r = cli(ws, "benchmark", "run", "-m", "glue-sigterm:x", "--concurrency", "2", "--json")
+    assert r.exit_code == 0, r.output
+    assert len(SENT) == len(items) - 3, "a rerun never repeats a scored answer"
