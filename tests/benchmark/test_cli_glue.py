@@ -70,3 +70,47 @@ def test_run_sigterm_exits_143_with_one_line_and_resumes(bench_ws):
     r = cli(ws, "benchmark", "run", "-m", "glue-sigterm:x", "--concurrency", "2", "--json")
     assert r.exit_code == 0, r.output
     assert len(SENT) == len(items) - 3, "a rerun never repeats a scored answer"
+
+
+def test_run_max_failures_stops_a_refused_endpoint_with_exit_1(bench_ws):
+    from truthline.benchmark import RunConfig
+    from truthline.benchmark._cli import run_cmd
+    from truthline.models._stub import StubServer
+
+    ws, _project, _items, _ = bench_ws
+    denied = StubServer(cases={"": ["401"]}).start()
+    try:
+        spec = f"openai:m@{denied.url}"
+        r = cli(ws, "benchmark", "run", "-m", spec, "--concurrency", "1", "--max-failures", "3")
+    finally:
+        denied.stop()
+    assert r.exit_code == 1, (r.output, r.exception)
+    msg = str(r.exception)
+    assert "3 consecutive failures" in msg and "http_401" in msg and "\n" not in msg
+    assert len(denied.log) == 3, "it stops sending"
+    with ws.store.begin() as conn:
+        assert conn.execute(select(tables.runs.c.status)).scalar_one() == "partial"
+        n = conn.execute(select(func.count()).select_from(tables.run_results)).scalar_one()
+    assert n == 3
+    # 0 disables the stop; negative counts are refused by the option
+    r = cli(ws, "benchmark", "run", "-m", spec, "--max-failures", "-1")
+    assert r.exit_code == 2
+    # the CLI's default is the runner's
+    import inspect
+
+    default = inspect.signature(run_cmd).parameters["max_failures"].default
+    assert default == RunConfig.__dataclass_fields__["max_failures"].default
+
+
+def test_run_max_failures_zero_never_stops(bench_ws):
+    from truthline.models._stub import StubServer
+
+    ws, _project, items, _ = bench_ws
+    denied = StubServer(cases={"": ["401"]}).start()
+    try:
+        spec = f"openai:m@{denied.url}"
+        r = cli(ws, "benchmark", "run", "-m", spec, "--concurrency", "1", "--max-failures", "0")
+    finally:
+        denied.stop()
+    assert r.exit_code == 0, (r.output, r.exception)
+    assert len(denied.log) == len(items), "every item was asked"

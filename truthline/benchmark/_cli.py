@@ -86,6 +86,15 @@ def run_cmd(
     retry_missing: Annotated[
         bool, typer.Option("--retry-missing", help="Re-send infrastructure-missing requests.")
     ] = False,
+    max_failures: Annotated[
+        int,
+        typer.Option(
+            "--max-failures",
+            min=0,
+            help="Stop after this many consecutive unfixable failures (endpoint down, "
+            "key rejected; 0: never), close the run as partial and exit 1.",
+        ),
+    ] = 5,  # RunConfig.max_failures (the runner is imported lazily; a test keeps them equal)
     project: ProjectOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -105,6 +114,7 @@ def run_cmd(
         concurrency=concurrency,
         max_cost=max_cost,
         retry_missing=retry_missing,
+        max_failures=max_failures or None,
     )
     try:
         man = run_benchmark(ws.store, proj, cfg, progress=not as_json)
