@@ -62,3 +62,53 @@ def test_busy_port_is_exit_1(loop_ws):
 def test_bad_port_is_a_usage_error():
     r = _cli("dashboard", "--port", "70000")
     assert r.returncode == 2
+
+
+def test_host_binds_where_the_user_says():
+    assert "--server.address 127.0.0.1" in " ".join(streamlit_command(8765))
+    assert "--server.address 0.0.0.0" in " ".join(streamlit_command(8765, host="0.0.0.0"))
+    r = _cli("dashboard", "--help")
+    assert "--host" in r.stdout and "127.0.0.1" in r.stdout
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_json_stdout_is_only_json_and_host_is_honoured(loop_ws):
+    """Issue 14: `dashboard --json` printed Streamlit's banner on stdout after the JSON.
+    A real server is started (on --host 127.0.0.1, explicitly), reached, then stopped."""
+    import json
+    import signal
+    import time
+    import urllib.request
+
+    port = _free_port()
+    cmd = [sys.executable, "-m", "truthline", "--workspace", str(loop_ws.root), "dashboard"]
+    proc = subprocess.Popen(
+        [*cmd, "--json", "--port", str(port), "--host", "127.0.0.1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2):
+                    break
+            except OSError:
+                assert proc.poll() is None, proc.communicate()
+                time.sleep(0.5)
+        else:
+            raise AssertionError("streamlit did not answer within 90 s")
+        time.sleep(1)  # Streamlit prints its banner once the server is up
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    info = json.loads(out)  # the whole of stdout is one JSON document
+    assert info["url"] == f"http://127.0.0.1:{port}" and info["host"] == "127.0.0.1"
+    assert info["port"] == port and info["pid"] > 0
+    assert "You can now view" in err  # the banner went to stderr

@@ -20,10 +20,10 @@ def app_path():
     return _p()
 
 
-def streamlit_command(port: int) -> list[str]:
+def streamlit_command(port: int, host: str = "127.0.0.1") -> list[str]:
     from truthline.dashboards._cli import streamlit_command as _c
 
-    return _c(port)
+    return _c(port, host)
 
 
 def __getattr__(name: str):

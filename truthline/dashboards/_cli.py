@@ -1,4 +1,5 @@
-"""`truthline dashboard`: start the Streamlit pages (headless, 127.0.0.1, usage stats off)."""
+"""`truthline dashboard`: start the Streamlit pages (headless, usage stats off; bound to
+127.0.0.1 unless ``--host`` says otherwise, for a team server)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ from typing import Annotated
 
 import typer
 
-from truthline._cli_common import JsonOpt, ProjectOpt, console, print_json, state
+from truthline._cli_common import JsonOpt, ProjectOpt, console, err_console, print_json, state
 from truthline.errors import TruthlineError
 
 ADDRESS = "127.0.0.1"
+"""The default bind address: loopback only. ``--host`` binds elsewhere on request."""
 
 
 def app_path() -> Path:
@@ -24,8 +26,8 @@ def app_path() -> Path:
     return Path(__file__).with_name("_app.py")
 
 
-def streamlit_command(port: int) -> list[str]:
-    """The exact ``streamlit run`` command line (headless, loopback only, no usage stats)."""
+def streamlit_command(port: int, host: str = ADDRESS) -> list[str]:
+    """The exact ``streamlit run`` command line (headless, on ``host``, no usage stats)."""
     return [
         sys.executable,
         "-m",
@@ -33,7 +35,7 @@ def streamlit_command(port: int) -> list[str]:
         "run",
         str(app_path()),
         "--server.address",
-        ADDRESS,
+        host,
         "--server.port",
         str(port),
         "--server.headless",
@@ -49,26 +51,48 @@ def streamlit_command(port: int) -> list[str]:
     ]
 
 
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+def _port_free(host: str, port: int) -> bool:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
         try:
-            s.bind((ADDRESS, port))
+            s.bind((host, port))
         except OSError:
             return False
     return True
 
 
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def dashboard(
     ctx: typer.Context,
     port: Annotated[
-        int, typer.Option("--port", help="Port on 127.0.0.1.", min=1, max=65535)
+        int, typer.Option("--port", help="Port to listen on.", min=1, max=65535)
     ] = 8501,
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host",
+            help="Address to bind (default 127.0.0.1, this machine only). For a team server "
+            "pass the machine's address or 0.0.0.0; the pages have no login of their own.",
+        ),
+    ] = ADDRESS,
     project: ProjectOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Start the dashboards on http://127.0.0.1:PORT and serve until Ctrl-C.
+    """Start the dashboards on http://HOST:PORT (127.0.0.1 by default) and serve until Ctrl-C.
 
     Pages: Overview, Agreement, Provenance audit, Benchmark. They only read the store.
+    With --json, stdout carries only the JSON line of url/pid; Streamlit's own output goes
+    to stderr.
     """
     st = state(ctx)
     ws = st.ws
@@ -82,8 +106,11 @@ def dashboard(
         raise TruthlineError(
             f"no project {project!r} in the store (have: {', '.join(names) or 'none'})"
         )
-    if not _port_free(port):
-        raise TruthlineError(f"port {port} on {ADDRESS} is in use; pass --port with a free one")
+    if not _port_free(host, port):
+        raise TruthlineError(
+            f"port {port} on {host} is in use or cannot be bound there; pass --port with a "
+            "free one (or --host with an address of this machine)"
+        )
     env = dict(os.environ)
     env["TRUTHLINE_WORKSPACE"] = str(ws.root)
     if ws.db_url:
@@ -91,12 +118,29 @@ def dashboard(
     if project:
         env["TRUTHLINE_PROJECT"] = project
     env["STREAMLIT_BROWSER_GATHER_USAGE_STATS"] = "false"
-    url = f"http://{ADDRESS}:{port}"
-    info: dict[str, object] = {"url": url, "workspace": str(ws.root), "project": project}
-    proc = subprocess.Popen(streamlit_command(port), env=env)
+    shown_host = f"[{host}]" if ":" in host else host
+    url = f"http://{shown_host}:{port}"
+    info: dict[str, object] = {
+        "url": url,
+        "host": host,
+        "port": port,
+        "workspace": str(ws.root),
+        "project": project,
+    }
+    # --json: stdout is for the JSON alone, so Streamlit's banner and logs go to stderr
+    sys.stdout.flush()
+    proc = subprocess.Popen(
+        streamlit_command(port, host), env=env, stdout=sys.stderr if as_json else None
+    )
     info["pid"] = proc.pid
+    if not _is_loopback(host):
+        err_console.print(
+            f"[yellow]warning[/] the dashboards listen on {host}: anyone who can reach this "
+            "machine on that address can read the project (there is no login)"
+        )
     if as_json:
         print_json(info)
+        sys.stdout.flush()
     else:
         console.print(f"[green]dashboards[/] at {url}  (Ctrl-C stops them)")
     rc, stopped = _serve(proc)
