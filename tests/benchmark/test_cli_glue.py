@@ -114,3 +114,23 @@ def test_run_max_failures_zero_never_stops(bench_ws):
         denied.stop()
     assert r.exit_code == 0, (r.output, r.exception)
     assert len(denied.log) == len(items), "every item was asked"
+
+
+def test_run_id_with_a_path_is_refused_before_it_names_a_file(bench_ws):
+    ws, project, _items, _ = bench_ws
+    bad = "x/../../../escaped"
+    r = cli(ws, "benchmark", "run", "-m", "rule:majority", "--run", bad)
+    assert r.exit_code == 1 and "--run" in str(r.exception) and "'/'" in str(r.exception)
+    with ws.store.begin() as conn:
+        assert conn.execute(select(func.count()).select_from(tables.runs)).scalar_one() == 0
+    # a run stored under such an id (library call, older version) cannot name the report file
+    from truthline.benchmark import RunConfig, run_benchmark
+
+    run_benchmark(
+        ws.store, project, RunConfig(models=["rule:majority"], run_id=bad), progress=False
+    )
+    before = {p for p in ws.root.parent.rglob("*")}
+    r = cli(ws, "benchmark", "report", bad, "--resamples", "0")
+    assert r.exit_code == 1 and "run id" in str(r.exception), (r.output, r.exception)
+    assert {p for p in ws.root.parent.rglob("*")} == before, "nothing written"
+    assert not (ws.reports_dir.parent.parent / "escaped.md").exists()

@@ -18,6 +18,7 @@ from truthline._cli_common import (
     workspace,
     ws_project,
 )
+from truthline._names import check_name, inside
 
 app = typer.Typer(
     help="Evaluate models on gold with the scoring contract; report and export.",
@@ -101,6 +102,8 @@ def run_cmd(
     """Run models over gold and score them; rerunning the same command resumes the run."""
     from truthline.benchmark import RunConfig, RunInterrupted, run_benchmark
 
+    if run_id is not None:  # a run id names files (reports/benchmark-<run>.md)
+        check_name(run_id, "--run")
     ws, proj = ws_project(ctx, project)
     cfg = RunConfig(
         models=model,
@@ -470,7 +473,10 @@ def report_cmd(
     from truthline.benchmark._report import write_report
 
     ws, proj = ws_project(ctx, project)
-    target = out or ws.reports_dir / f"benchmark-{run[0]}.md"
+    if out is None:  # the run id becomes the file name: one safe path component
+        target = inside(ws.reports_dir, f"benchmark-{check_name(run[0], 'run id')}.md")
+    else:
+        target = out
     if target.suffix.lower() not in (".md", ".html", ".htm"):
         from truthline.errors import TruthlineError
 
