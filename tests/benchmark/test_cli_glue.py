@@ -134,3 +134,26 @@ def test_run_id_with_a_path_is_refused_before_it_names_a_file(bench_ws):
     assert r.exit_code == 1 and "run id" in str(r.exception), (r.output, r.exception)
     assert {p for p in ws.root.parent.rglob("*")} == before, "nothing written"
     assert not (ws.reports_dir.parent.parent / "escaped.md").exists()
+
+
+def test_report_and_export_outputs_into_missing_folders_or_one_clear_line(bench_ws, tmp_path):
+    from truthline.errors import TruthlineError
+
+    ws, _project, _items, _ = bench_ws
+    r = cli(ws, "benchmark", "run", "-m", "rule:majority", "--json")
+    rid = json.loads(r.stdout)["run_id"]
+    out = tmp_path / "new" / "deeper" / "report.md"
+    r = cli(ws, "benchmark", "report", rid, "--out", str(out), "--resamples", "0")
+    assert r.exit_code == 0 and "Leaderboard" in out.read_text(), (r.output, r.exception)
+    blocker = tmp_path / "blocker"
+    blocker.write_text("not a folder")
+    r = cli(ws, "benchmark", "report", rid, "--out", str(blocker / "r.md"), "--resamples", "0")
+    assert isinstance(r.exception, TruthlineError), r.exception
+    assert str(r.exception).startswith(f"--out {blocker / 'r.md'}: cannot create the folder")
+    r = cli(ws, "benchmark", "export", "--out", str(blocker / "rel"), "--format", "jsonl")
+    assert isinstance(r.exception, TruthlineError), r.exception
+    assert str(r.exception).startswith(f"--out {blocker / 'rel'}: cannot create the folder")
+    assert blocker.read_text() == "not a folder"
+    rel = tmp_path / "missing" / "parent" / "rel"
+    r = cli(ws, "benchmark", "export", "--out", str(rel), "--format", "jsonl")
+    assert r.exit_code == 0 and (rel / "SHA256SUMS").is_file(), (r.output, r.exception)

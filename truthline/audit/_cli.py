@@ -13,6 +13,7 @@ from truthline._cli_common import (
     ProjectOpt,
     console,
     emit,
+    output_path,
     resamples_option,
     ws_project,
 )
@@ -82,7 +83,7 @@ def run_cmd(
         suffix = report.suffix.lower()
         if suffix not in (".md", ".html", ".htm"):
             raise TruthlineError(f"--report {report}: use a .md or .html file name")
-        report.parent.mkdir(parents=True, exist_ok=True)
+        report = output_path(report, "--report")
         text = to_html(data) if suffix in (".html", ".htm") else to_markdown(data)
         report.write_text(text, encoding="utf-8")
 
@@ -115,6 +116,13 @@ def _note(*sources: object) -> None:
         console.print(f"[yellow]{note}[/]")
 
 
+def _excluded_text(rec: dict) -> str:
+    """``EXCLUDED: reason (by who, when)`` for the annotators table."""
+    when = str(rec["decided_at"])[:16].replace("T", " ") if rec.get("decided_at") else None
+    extra = ", ".join(str(x) for x in (rec.get("decided_by"), when) if x)
+    return f"[magenta]EXCLUDED[/]: {rec.get('reason')}" + (f" ({extra})" if extra else "")
+
+
 def _summary(d: dict) -> None:
     table = Table(
         "field",
@@ -135,7 +143,8 @@ def _summary(d: dict) -> None:
         )
     console.print(table)
     _note(d["direction"]["by_field"], d["anchoring_bias"])
-    sig = Table("annotator", "override rate", "VLM κ", "signals", title="annotators")
+    sig = Table("annotator", "override rate", "VLM κ", "signals", "status", title="annotators")
+    records = d.get("excluded_annotators") or {}
     for a, s in d["signals"].items():
         k = d["vlm_kappa"]["by_annotator"].get(a, {}).get("point")
         sig.add_row(
@@ -143,8 +152,13 @@ def _summary(d: dict) -> None:
             _pct(d["override"]["by_annotator"][a]["override_rate"]),
             "–" if k is None else f"{k:.3f}",
             ("[red]FLAGGED[/] " if s["flagged"] else "") + ", ".join(s["fired"]),
+            _excluded_text(records[a]) if s.get("excluded") and a in records else "retained",
         )
     console.print(sig)
+    if records:
+        console.print(
+            "excluded annotators keep their rows above; gold and the team figures leave them out"
+        )
     _note(d["override"]["by_annotator"], d["vlm_kappa"]["by_annotator"])
     g = d["gradient"]
     console.print(

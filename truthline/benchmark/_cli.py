@@ -14,6 +14,8 @@ from truthline._cli_common import (
     console,
     emit,
     err_console,
+    output_dir,
+    output_path,
     resamples_option,
     workspace,
     ws_project,
@@ -481,7 +483,7 @@ def report_cmd(
         from truthline.errors import TruthlineError
 
         raise TruthlineError(f"--out {target}: use a .md or .html file name")
-    target.parent.mkdir(parents=True, exist_ok=True)
+    target = output_path(target)
     data = write_report(ws.store, proj, run, target, resamples=resamples)
     emit(
         data,
@@ -507,6 +509,8 @@ def export_cmd(
     from truthline.benchmark._export import export_release
 
     ws, proj = ws_project(ctx, project)
+    if not out.is_file():  # export_release names a file in the way; a missing folder is made
+        out = output_dir(out)
     rel = export_release(ws.store, proj, out, fmt=fmt, snapshot=snapshot, slice_=gold, force=force)
     emit(
         rel,
