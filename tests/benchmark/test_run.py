@@ -228,16 +228,13 @@ def test_export_reload_rerun_gives_identical_scores(bench_ws, tmp_path, fmt):
     out = tmp_path / "release"
     rel = export_release(ws.store, project, out, fmt=fmt)
     assert rel["gold_snapshot"] == snap
-    # public inputs never carry answers; private targets do
-    public = "".join(
-        p.read_text(errors="ignore")
-        for p in (out / "public").rglob("*")
-        if p.is_file() and p.suffix in (".jsonl", ".md", ".toml")
-    )
-    assert (
-        'safety_violation": true' not in public
-        and "provenance" not in public.lower().split("datasheet")[0]
-    )
+    # the public half is the hub dataset (typed splits, card); the private records that
+    # reload it exactly live in a sibling folder (tests/benchmark/test_export_release.py)
+    assert sorted(p.name for p in (out / "public" / "data").iterdir()) == [
+        "test-00000-of-00001.parquet",
+        "train-00000-of-00001.parquet",
+    ]
+    assert (out / "public" / "README.md").is_file() and not (out / "public" / "private").exists()
     assert (out / "private").is_dir() and (out / "SHA256SUMS").is_file()
     sheet = json.loads((out / "datasheet.json").read_text())
     assert sheet["items_in_release"] == 16 and sheet["simulated"] is True

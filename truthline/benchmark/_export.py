@@ -1,26 +1,34 @@
-"""``benchmark export``: a release with public inputs kept apart from private targets.
+"""``benchmark export``: a release whose public half is a hub dataset, its private half apart.
 
-Layout::
+Layout (``<out>`` is the release; upload ``<out>/public`` and nothing else)::
 
-    release.json            format, tool version, gold snapshot, targets, file list
-    SHA256SUMS              checksum of every file below
+    release.json            format, tool version, gold snapshot, targets, split rule, files
+    SHA256SUMS              checksum of every file of the release (public and private)
     DATASHEET.md            filled from the store (counts, strata, provenance, audit, exclusions)
-    public/project/         the project definition and prompt templates (what a model is asked)
-    public/media/           item media
-    public/inputs.*         per item: id, media, public metadata, rendered prompt, candidates
-    private/targets.*       per gold decision: item, path, value (the answers)
-    private/provenance.*    per gold decision: provenance and sources; item arm and parent
-    private/entities.*      alias -> entity maps (entity ids per item list) and parent membership
-    private/simulated_truth.jsonl   known truth of SIMULATED items (simulations only)
+    public/                 the folder one uploads (``datasets.load_dataset`` reads it)
+      README.md             dataset card: YAML configs/splits/features, provenance, licence
+      data/<split>-00000-of-00001.parquet   typed columns, images embedded (train/test)
+      project/              the project definition and prompt templates (scoring contract)
+      media/                video files (video projects only; images live in the Parquet)
+      SHA256SUMS            checksums of the public files alone
+    private/                never uploaded: sibling of public/, not inside it
+      targets.*             per gold decision: item, path, value (exact, for reload)
+      provenance.*          per gold decision: provenance, real sources, item arm
+      entities.*            per item: full metadata, parent, entity ids, media names, split
+      annotators.json       pseudonym -> annotator id
+      pseudonym.key         the release's HMAC secret behind the pseudonyms (0600)
+      simulated_truth.jsonl known truth of SIMULATED items (simulations only)
 
-``load_release`` reads a release back into a store (project, items, gold snapshot), so a
-model can be rerun on it with ``run_benchmark`` and reach the same scores.
+Annotators appear in public files (card, ``provenance`` column) and the datasheet only as
+pseudonyms. ``load_release`` reads a release back into a store (project, items, gold snapshot),
+so a model can be rerun on it with ``run_benchmark`` and reach the same scores.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 import shutil
 from pathlib import Path
 from typing import Any
@@ -29,7 +37,20 @@ import pandas as pd
 from sqlalchemy import func, select
 
 from truthline import __version__
+from truthline._names import inside
+from truthline.benchmark._card import dataset_card
 from truthline.benchmark._gold import load_gold
+from truthline.benchmark._release import (
+    PublicRow,
+    assign_splits,
+    cluster_of,
+    is_person,
+    media_column,
+    nested_gold,
+    pseudonymizer,
+    read_images,
+    write_splits,
+)
 from truthline.benchmark._runner import _entity_ids, _public_item, targets_of
 from truthline.errors import TruthlineError
 from truthline.project import Project, load_project
@@ -81,8 +102,14 @@ def export_release(
     snapshot: str | None = None,
     slice_: str = "all",
     force: bool = False,
+    seed: int | None = None,
+    test_fraction: float = 0.2,
 ) -> dict[str, Any]:
-    """Write a release folder; returns its ``release.json`` content."""
+    """Write a release folder; returns its ``release.json`` content.
+
+    ``fmt`` is the format of the private tables (``jsonl``; ``parquet``/``hf``: Parquet);
+    the public half is always the typed Parquet hub layout. ``seed`` (default: the
+    project's benchmark seed) and ``test_fraction`` fix the cluster-aware train/test split."""
     from truthline.models import render_prompt
 
     if fmt not in FORMATS:
@@ -97,52 +124,93 @@ def export_release(
     gold = load_gold(store, project.name, snapshot, slice_)
     if not gold.items:
         raise TruthlineError(f"gold snapshot {gold.snapshot[:12]} has no decisions to export")
-    targets = targets_of(project, gold)
-    tab_fmt = "jsonl" if fmt == "jsonl" else "parquet"
-    pub, priv = out / "public", out / "private"
-    if fmt == "hf":
-        pub, priv = out / "public" / "data", out / "private" / "data"
-    for d in (pub, priv, out / "public" / "media"):
-        d.mkdir(parents=True, exist_ok=True)
     if project.root is None:
         raise TruthlineError(f"project {project.name!r} has no definition folder to export")
-    shutil.copytree(
-        project.root, out / "public" / "project", ignore=shutil.ignore_patterns("__pycache__")
-    )
-    inputs, targets_rows, prov_rows, ent_rows, truth_rows = [], [], [], [], []
-    media_dir = out / "public" / "media"
+    targets = targets_of(project, gold)
+    tab_fmt = "jsonl" if fmt == "jsonl" else "parquet"
+    public, priv = out / "public", out / "private"
+    for d in (public, priv):
+        d.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(project.root, public / "project", ignore=shutil.ignore_patterns("__pycache__"))
+    secret = secrets.token_bytes(32)
+    key_file = priv / "pseudonym.key"
+    key_file.touch(mode=0o600)
+    key_file.write_text(secret.hex() + "\n", encoding="utf-8")
+    pseud = pseudonymizer(secret)
+    people: dict[str, str] = {}
+
+    def public_name(source: str) -> str:
+        if not is_person(source):
+            return source
+        people.setdefault(pseud(source), source)
+        return pseud(source)
+
+    seed = project.benchmark.seed if seed is None else seed
+    clusters = {it.key: cluster_of(project, it) for it in gold.items}
+    split_of = assign_splits(clusters, seed, test_fraction)
+    media_col = media_column(project, [len(it.media) for it in gold.items])
+    sources = _gold_sources(store, gold.snapshot)
+    rows: list[PublicRow] = []
+    targets_rows, prov_rows, ent_rows, truth_rows = [], [], [], []
     for it in gold.items:
         pub_item = _public_item(project, it)
-        rel_media = []
+        media = []
         for m in it.media:
+            name = f"{it.key}/{Path(m).name}"
             src = Path(it.media_root) / m
-            dest = media_dir / it.key / Path(m).name
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest)
-            rel_media.append(str(dest.relative_to(media_dir)))
+            if media_col == "video":
+                dest = inside(public, "media", *name.split("/"), what="media file")
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, dest)
+                name = f"media/{name}"
+            media.append((name, src))
         system, user = render_prompt(project, pub_item)
-        inputs.append(
-            {
-                "item": it.key,
-                "media": rel_media,
-                "meta": pub_item["meta"],
-                "system": system,
-                "prompt": user,
-                "candidates": _entity_ids(project, it),
-            }
-        )
+        prov_public = []
         for path, value in it.values.items():
+            srcs = sources.get((it.item_id, path), [])
             targets_rows.append({"item": it.key, "path": path, "value": value})
             prov_rows.append(
-                {"item": it.key, "path": path, "provenance": it.provenance[path], "arm": it.arm}
+                {
+                    "item": it.key,
+                    "path": path,
+                    "provenance": it.provenance[path],
+                    "sources": srcs,
+                    "arm": it.arm,
+                }
             )
+            prov_public.append(
+                {
+                    "path": path,
+                    "provenance": it.provenance[path],
+                    "sources": [public_name(s) for s in srcs],
+                }
+            )
+        columns: dict[str, Any] = {}
+        if pub_item["meta"]:
+            columns["meta"] = pub_item["meta"]
+        columns["system"], columns["prompt"] = system, user
+        cands = _entity_ids(project, it)
+        if cands:
+            columns["candidates"] = cands
+        columns["gold"] = nested_gold(project, it.values)
+        columns["provenance"] = prov_public
+        columns["simulated"] = it.sim_truth is not None
+        rows.append(PublicRow(it.key, split_of[it.key], media, columns))
         ent_rows.append(
-            {"item": it.key, "parent": it.parent, "meta": it.meta, "ids": _entity_ids(project, it)}
+            {
+                "item": it.key,
+                "parent": it.parent,
+                "meta": it.meta,
+                "ids": cands,
+                "media": [name for name, _ in media],
+                "split": split_of[it.key],
+                "cluster": clusters[it.key],
+            }
         )
         if it.sim_truth is not None:
             truth_rows.append({"item": it.key, "truth": it.sim_truth})
+    info = write_splits(public, rows, media_col)
     files = [
-        _write_table(inputs, pub / "inputs", tab_fmt),
         _write_table(targets_rows, priv / "targets", tab_fmt),
         _write_table(prov_rows, priv / "provenance", tab_fmt),
         _write_table(ent_rows, priv / "entities", tab_fmt),
@@ -150,10 +218,27 @@ def export_release(
     if truth_rows:
         files.append(_write_table(truth_rows, priv / "simulated_truth", "jsonl"))
     sheet = datasheet(store, project, gold, targets)
+    sheet["exclusions"] = [
+        {"annotator": public_name(e["annotator"]), "reason": e["reason"]}
+        for e in sheet["exclusions"]
+    ]
+    for e in sheet["exclusions"]:  # reasons may name people too
+        for alias, real in people.items():
+            e["reason"] = e["reason"].replace(real, alias)
+    (priv / "annotators.json").write_text(
+        json.dumps(dict(sorted(people.items())), indent=2), encoding="utf-8"
+    )
+    split_rule = {
+        "by": "cluster (the project's cluster column, else the item's parent, else the item)",
+        "seed": seed,
+        "test_fraction": test_fraction,
+        "clusters": len(set(clusters.values())),
+        "items": info["splits"],
+    }
+    (public / "README.md").write_text(dataset_card(sheet, info, split_rule), encoding="utf-8")
+    _write_sums(public, public)
     (out / "DATASHEET.md").write_text(_datasheet_md(sheet), encoding="utf-8")
     (out / "datasheet.json").write_text(json.dumps(sheet, indent=2, default=str), encoding="utf-8")
-    if fmt == "hf":
-        (out / "README.md").write_text(_hf_card(project, sheet), encoding="utf-8")
     release = {
         "format": fmt,
         "tool_version": __version__,
@@ -162,17 +247,36 @@ def export_release(
         "gold_slice": slice_,
         "targets": targets,
         "created_at": now().isoformat(),
+        "public": "public",
+        "media_column": media_col,
+        "splits": split_rule,
         "tables": {p.stem: str(p.relative_to(out)) for p in files},
         "simulated": bool(truth_rows),
     }
     (out / "release.json").write_text(json.dumps(release, indent=2), encoding="utf-8")
-    sums = sorted(
-        (str(p.relative_to(out)), _sha256(p))
-        for p in out.rglob("*")
-        if p.is_file() and p.name != "SHA256SUMS"
-    )
-    (out / "SHA256SUMS").write_text("".join(f"{h}  {p}\n" for p, h in sums), encoding="utf-8")
+    _write_sums(out, out)
     return release
+
+
+def _gold_sources(store: Store, snapshot: str) -> dict[tuple[int, str], list[str]]:
+    """(item id, path) -> who the gold value came from (annotator ids, roles, model specs)."""
+    g = tables.gold
+    with store.begin() as conn:
+        rows = conn.execute(
+            select(g.c.item_id, g.c.field_path, g.c.sources).where(g.c.snapshot == snapshot)
+        ).all()
+    return {(int(i), str(p)): [str(s) for s in (src or [])] for i, p, src in rows}
+
+
+def _write_sums(root: Path, where: Path) -> None:
+    """``where/SHA256SUMS`` over every file under ``root`` (paths relative to ``root``)."""
+    target = where / "SHA256SUMS"
+    sums = sorted(
+        (str(p.relative_to(root)), _sha256(p))
+        for p in root.rglob("*")
+        if p.is_file() and p != target
+    )
+    target.write_text("".join(f"{h}  {p}\n" for p, h in sums), encoding="utf-8")
 
 
 def verify_release(path: Path) -> list[str]:
@@ -240,7 +344,27 @@ def datasheet(store: Store, project: Project, gold: Any, targets: list[str]) -> 
         "exclusions": [{"annotator": a, "reason": r} for a, r in excl],
         "gold_snapshot": gold.snapshot,
         "simulated": any(it.sim_truth is not None for it in gold.items),
-        "licence": "TO FILL: licence of the media and labels",
+        **_licence(project),
+    }
+
+
+def _licence(project: Project) -> dict[str, str]:
+    """The release's licence: a LICENSE/LICENCE file in the project folder (shipped in
+    ``public/project/``), else a marked gap to fill before publishing."""
+    for name in ("LICENSE", "LICENCE", "LICENSE.md", "LICENCE.md", "LICENSE.txt"):
+        f = project.root / name if project.root else None
+        if f is not None and f.is_file():
+            first = next(
+                (ln.strip() for ln in f.read_text(errors="replace").splitlines() if ln.strip()), ""
+            )
+            return {
+                "licence_id": "other",
+                "licence": f"{first} (full text: `project/{name}`)",
+            }
+    return {
+        "licence_id": "unknown",
+        "licence": "TO FILL: licence of the media and labels (add a LICENSE file to the "
+        "project folder and export again)",
     }
 
 
@@ -273,32 +397,28 @@ def _datasheet_md(s: dict[str, Any]) -> str:
     lines += [
         "## Layout",
         "",
-        "`public/` holds what a model may see (media, prompts, candidates, public metadata);",
-        "`private/` holds the answers, provenance, entity maps and parent membership.",
-        "Keep `private/` out of any training or prompting data. Verify with `SHA256SUMS`.",
+        "`public/` is the folder to upload: typed Parquet splits (media, prompts, candidates,",
+        "public metadata, gold with provenance and pseudonymous sources) and the dataset card.",
+        "`private/` (a sibling, never inside `public/`) holds annotator ids, the pseudonym key,",
+        "raw provenance, full metadata and parent membership. Verify with `SHA256SUMS`.",
         "",
     ]
     return "\n".join(lines)
 
 
-def _hf_card(project: Project, s: dict[str, Any]) -> str:
-    return (
-        "---\n"
-        f"pretty_name: {json.dumps(s['title'])}\n"
-        "license: other\n"
-        "configs:\n"
-        "  - config_name: inputs\n"
-        "    data_files: public/data/inputs.parquet\n"
-        "---\n\n" + _datasheet_md(s)
-    )
-
-
 def load_release(
-    path: Path, store: Store, *, workspace_projects: Path | None = None
+    path: Path,
+    store: Store,
+    *,
+    workspace_projects: Path | None = None,
+    media_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Load a release (public + private) into ``store``: project, items, one gold snapshot.
 
-    Returns ``{"project": Project, "snapshot": hash}``; fails if a checksum is off."""
+    Images travel inside the public Parquet; they are written out as files under
+    ``media_dir`` (default ``<release>/media-cache``, outside both halves and the checksums)
+    for the items' media root. Returns ``{"project": Project, "snapshot": hash}``; fails if
+    a checksum is off."""
     path = Path(path)
     bad = verify_release(path)
     if bad:
@@ -314,7 +434,6 @@ def load_release(
     project = load_project(proj_dir)
     store.upsert_project(project, str(project.source))
     tabs = {k: path / v for k, v in rel["tables"].items()}
-    inputs = _read_table(tabs["inputs"])
     ents = {r["item"]: r for r in _read_table(tabs["entities"])}
     truth = (
         {r["item"]: r["truth"] for r in _read_table(tabs["simulated_truth"])}
@@ -322,12 +441,22 @@ def load_release(
         else {}
     )
     prov = {(r["item"], r["path"]): r for r in _read_table(tabs["provenance"])}
-    media_root = str((path / "public" / "media").resolve())
+    public = path / rel.get("public", "public")
+    if rel.get("media_column", "video") == "video":
+        media_root = str(public.resolve())
+    else:
+        cache = Path(media_dir) if media_dir is not None else path / "media-cache"
+        for key, imgs in read_images(public, rel["media_column"]).items():
+            for name, data in imgs:
+                dest = inside(cache, *name.split("/"), what=f"image of item {key!r}")
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                dest.write_bytes(data)
+        media_root = str(cache.resolve())
     ts = now()
     ids: dict[str, int] = {}
     with store.begin() as conn:
-        for r in inputs:
-            e = ents[r["item"]]
+        for r in ents.values():
+            e = r
             existing = conn.execute(
                 select(tables.items.c.id).where(
                     tables.items.c.project == project.name, tables.items.c.key == r["item"]
@@ -378,7 +507,7 @@ def load_release(
                         field_path=t["path"],
                         value=t["value"],
                         provenance=p["provenance"],
-                        sources=[],
+                        sources=p.get("sources", []),
                     )
                 )
                 if p.get("arm"):

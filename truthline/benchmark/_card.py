@@ -1,0 +1,145 @@
+"""The dataset card (``public/README.md``) of a release: what a hub shows and reads.
+
+The YAML header declares the config, its split files and the features in the form
+``datasets`` reads; the body tells a user the features, the splits and how they were made,
+how to evaluate with truthline, where every gold value came from, and the licence.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from truthline.benchmark._release import yaml_feature
+
+PROVENANCE = {
+    "blind_consensus": "two or more annotators agreed without seeing a model's answer",
+    "anchored_kept": "an annotator shown the model's prefill kept it (inflates model scores)",
+    "anchored_corrected": "an annotator shown the model's prefill changed it",
+    "adjudicated": "an adjudicator decided a disagreement",
+    "expert": "an expert's label (highest tier)",
+}
+
+
+def _type_text(feat: Any) -> str:
+    if feat.get("_type") == "Image":
+        return "image"
+    if feat.get("_type") == "Value":
+        return str(feat["dtype"])
+    if feat.get("_type") == "List":
+        return f"list of {_type_text(feat['feature'])}"
+    return "struct {" + ", ".join(f"{k}: {_type_text(v)}" for k, v in feat.items()) + "}"
+
+
+def dataset_card(sheet: dict[str, Any], info: dict[str, Any], split_rule: dict[str, Any]) -> str:
+    """Markdown with a YAML header; ``sheet`` is the datasheet (pseudonymous), ``info`` what
+    ``write_splits`` returned, ``split_rule`` how items were split."""
+    splits = info["splits"]
+    header = {
+        "pretty_name": sheet["title"],
+        "license": sheet["licence_id"],
+        "tags": ["truthline", "vlm-benchmark"] + (["simulated"] if sheet["simulated"] else []),
+        "configs": [
+            {
+                "config_name": "default",
+                "data_files": [{"split": s, "path": f"data/{s}-*.parquet"} for s in splits],
+            }
+        ],
+        "dataset_info": {
+            "config_name": "default",
+            "features": [yaml_feature(k, v) for k, v in info["features"].items()],
+            "splits": [
+                {"name": s, "num_bytes": info["num_bytes"][s], "num_examples": n}
+                for s, n in splits.items()
+            ],
+        },
+    }
+    title = sheet["title"]
+    lines = ["---", yaml.safe_dump(header, sort_keys=False).rstrip(), "---", "", f"# {title}", ""]
+    if sheet["description"]:
+        lines += [sheet["description"], ""]
+    if sheet["simulated"]:
+        lines += [
+            "> **SIMULATED**: this release contains generated scenes with known truth "
+            "(column `simulated` is true for them); figures on them say nothing about real data.",
+            "",
+        ]
+    lines += ["## Features", "", "| column | type | what |", "| --- | --- | --- |"]
+    what = {
+        "item": "item id",
+        "image": "the item's image",
+        "frames": "the item's frames, in order",
+        "video": "paths of the item's video files, relative to this folder",
+        "meta": "public metadata a model may see",
+        "system": "system prompt the benchmark sends",
+        "prompt": "user prompt the benchmark sends (rendered from `project/`)",
+        "candidates": "entity ids a model answers about (e.g. worker tracks)",
+        "gold": "gold answer per field (entity lists: one object per entity)",
+        "provenance": "per gold decision: its path, provenance and pseudonymous sources",
+        "simulated": "true for a generated (SIMULATED) item",
+    }
+    for k, v in info["features"].items():
+        lines.append(f"| `{k}` | {_type_text(v)} | {what.get(k, '')} |")
+    lines += [
+        "",
+        "## Splits",
+        "",
+        *[f"- `{s}`: {n} items" for s, n in splits.items()],
+        "",
+        f"Split by {split_rule['by']}: every item of one cluster is in the same split "
+        f"(seed {split_rule['seed']}, test fraction {split_rule['test_fraction']}, "
+        f"{split_rule['clusters']} clusters). Re-exporting the same gold with the same seed "
+        "gives the same split.",
+        "",
+        "## How to evaluate",
+        "",
+        "```python",
+        "from datasets import load_dataset",
+        'ds = load_dataset("path/to/this/folder")',
+        'ex = ds["test"][0]  # ex["image"] is a PIL image, ex["gold"] the answers',
+        "```",
+        "",
+        "With truthline, on the whole release (this folder's parent, with its `private/` "
+        "records), check the checksums, load it into a store and rerun a model under the "
+        "same scoring contract (`project/`):",
+        "",
+        "```",
+        "truthline benchmark verify RELEASE",
+        "```",
+        "",
+        "```python",
+        "from truthline.benchmark import RunConfig, load_release, run_benchmark",
+        "from truthline.store import Store",
+        'store = Store("sqlite:///rerun.db")',
+        'got = load_release("RELEASE", store)',
+        'run_benchmark(store, got["project"], RunConfig(models=["openai:gpt-4o-mini"]))',
+        "```",
+        "",
+        f"Scores are per-field accuracy over the target fields ({', '.join(sheet['targets'])}); "
+        "entity-list fields are matched by entity id first.",
+        "",
+        "## Provenance of gold values",
+        "",
+        "Each gold decision carries a provenance (column `provenance`):",
+        "",
+    ]
+    for k, n in sorted(sheet["provenance"].items()):
+        lines.append(f"- `{k}` ({n} decisions): {PROVENANCE.get(k, '')}")
+    lines += [
+        "",
+        f"Gold snapshot `{sheet['gold_snapshot']}`; {sheet['decisions']} decisions over "
+        f"{sheet['items_in_release']} items ({sheet['items_not_released']} project items had "
+        f"no gold in the exported slice). {sheet['audit']['annotators']} annotators; "
+        "annotators appear only as pseudonyms (stable within this release).",
+        "",
+        "## Exclusions",
+        "",
+        *([f"- {e['annotator']}: {e['reason']}" for e in sheet["exclusions"]] or ["- none"]),
+        "",
+        "## Licence",
+        "",
+        sheet["licence"],
+        "",
+    ]
+    return "\n".join(lines)
