@@ -172,3 +172,33 @@ def test_reload_images_from_the_parquet(bench_ws, tmp_path):
         f = Path(r.media_root) / r.media[0]
         assert f.is_file() and f.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     st.close()
+
+
+def test_several_frames_per_item_load_as_a_list_of_images(bench_ws, tmp_path):
+    ws, project, _items, _snap = bench_ws
+    from PIL import Image
+
+    with ws.store.begin() as conn:
+        rows = conn.execute(tables.items.select()).all()
+        for r in rows:
+            second = f"{Path(r.media[0]).stem}_2.png"
+            Image.new("RGB", (4, 6), (9, 9, 9)).save(Path(r.media_root) / second)
+            conn.execute(
+                tables.items.update()
+                .where(tables.items.c.id == r.id)
+                .values(media=[r.media[0], second])
+            )
+    out = tmp_path / "release"
+    rel = export_release(ws.store, project, out, fmt="jsonl")
+    assert rel["media_column"] == "frames"
+    ds = datasets.load_dataset(str(out / "public"))
+    frames = ds["train"][0]["frames"]
+    assert [f.size for f in frames] == [(8, 8), (4, 6)]
+    from truthline.store import Store
+
+    st = Store(f"sqlite:///{tmp_path / 'r.db'}")
+    load_release(out, st, media_dir=tmp_path / "cache")
+    with st.begin() as conn:
+        back = conn.execute(tables.items.select()).all()
+    assert all(len(r.media) == 2 and (Path(r.media_root) / r.media[1]).is_file() for r in back)
+    st.close()
