@@ -202,3 +202,25 @@ def test_several_frames_per_item_load_as_a_list_of_images(bench_ws, tmp_path):
         back = conn.execute(tables.items.select()).all()
     assert all(len(r.media) == 2 and (Path(r.media_root) / r.media[1]).is_file() for r in back)
     st.close()
+
+
+def test_video_files_travel_beside_the_parquet_by_relative_path(bench_ws, tmp_path):
+    ws, project, _items, _snap = bench_ws
+    video = project.model_copy(update={"media": "video"})
+    video._source = project.source  # the copy keeps its definition folder
+    out = tmp_path / "release"
+    rel = export_release(ws.store, video, out, fmt="jsonl")
+    assert rel["media_column"] == "video"
+    ds = datasets.load_dataset(str(out / "public"))
+    assert ds["train"].features["video"].feature.dtype == "string"
+    for split in ds.values():
+        for ex in split:
+            assert all((out / "public" / p).is_file() for p in ex["video"])
+    from truthline.store import Store
+
+    st = Store(f"sqlite:///{tmp_path / 'r.db'}")
+    load_release(out, st)
+    with st.begin() as conn:
+        back = conn.execute(tables.items.select()).all()
+    assert all((Path(r.media_root) / r.media[0]).is_file() for r in back)
+    st.close()
