@@ -157,3 +157,40 @@ def test_report_and_export_outputs_into_missing_folders_or_one_clear_line(bench_
     rel = tmp_path / "missing" / "parent" / "rel"
     r = cli(ws, "benchmark", "export", "--out", str(rel), "--format", "jsonl")
     assert r.exit_code == 0 and (rel / "SHA256SUMS").is_file(), (r.output, r.exception)
+
+
+def test_item_key_with_dot_dot_never_writes_outside_the_release(bench_ws, tmp_path):
+    """Keys come from users' CSVs (``audit import-table``): ``../../../escaped`` must be
+    refused with a clear error or stay inside the release; export -> reload writes nothing
+    anywhere else."""
+    from truthline.benchmark import export_release, load_release
+    from truthline.errors import TruthlineError
+    from truthline.store import Store
+
+    ws, project, items, _ = bench_ws
+    bad = "../../../escaped"
+    with ws.store.begin() as conn:
+        conn.execute(tables.items.update().where(tables.items.c.id == items[0][0]).values(key=bad))
+    rel, side = tmp_path / "a" / "b" / "rel", tmp_path / "side"
+    side.mkdir()
+    rel.parent.mkdir(parents=True)
+    before = set(tmp_path.rglob("*"))
+
+    def outside() -> list:
+        new = set(tmp_path.rglob("*")) - before
+        return sorted(str(p) for p in new if not ({rel, side} & {p, *p.parents}))
+
+    try:
+        export_release(ws.store, project, rel, fmt="jsonl")
+    except TruthlineError as exc:
+        assert bad in str(exc) and "\n" not in str(exc)
+    assert outside() == [], "export wrote outside the release"
+    if (rel / "release.json").exists():
+        st = Store(f"sqlite:///{side / 'reload.db'}")
+        try:
+            load_release(rel, st, workspace_projects=side / "projects")
+        except TruthlineError as exc:
+            assert bad in str(exc) and "\n" not in str(exc)
+        finally:
+            st.close()
+        assert outside() == [], "reload wrote outside the release"
