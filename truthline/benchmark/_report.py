@@ -1,13 +1,14 @@
 """``benchmark report``: leaderboard with CIs and cost, per-condition table, per-class
 heatmap, safety regime scatter, calibration plot, paired-difference matrix and the
-provenance comparison — plots as PNG, tables as Markdown/HTML and CSV.
+provenance comparison, built as a ``truthline.report`` model: the HTML is one
+self-contained file (plots embedded), the Markdown links the PNG copies, and tables are
+also written as CSV. Every table row shows its n and every metric name is in the glossary.
 
 Everything is computed by the same result functions the CLI and dashboards call.
 """
 
 from __future__ import annotations
 
-import html
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,22 +20,47 @@ from truthline.audit._cifmt import design_note, with_design
 from truthline.benchmark._across import across_metrics
 from truthline.benchmark._results import compare_gold, leaderboard, paired_matrix
 from truthline.project import Project
+from truthline.report import CONTRAST, Figure, Paragraph, Report, Table, render_html
+from truthline.report import Section as ReportSection
+from truthline.report import render_markdown as render_md
 from truthline.store import Store
 
 
 @dataclass
 class Section:
+    """One section while the report is assembled (also what ``benchmark across`` prints)."""
+
     title: str
     text: str = ""
     table: list[dict[str, Any]] = field(default_factory=list)
-    image: str | None = None
+    figure: Figure | None = None
     sources: list[Any] = field(default_factory=list)
     """The plain data the table's intervals came from: its thin-design warnings are shown
     as one note under the table."""
+    n: list[int | str | None] = field(default_factory=list)
+    """The n of each table row (``None``: not recorded for that row)."""
+    metrics: list[str] = field(default_factory=list)
+    """Glossary names of the metrics the section shows."""
+    n_column: str = "n"
 
     @property
     def note(self) -> str:
         return design_note(self.sources)
+
+    def model(self) -> ReportSection:
+        """This section in the shared report model."""
+        blocks: list[Any] = [Paragraph(self.text)] if self.text else []
+        if self.figure is not None:
+            self.figure.title = self.title
+            blocks.append(self.figure)
+        if self.table:
+            cols = list(dict.fromkeys(k for r in self.table for k in r))
+            rows = [[_cell(r.get(c)) for c in cols] for r in self.table]
+            n = self.n or [None] * len(rows)
+            blocks.append(Table(cols, rows, n, [self.note], self.metrics, self.n_column))
+        elif self.note:
+            blocks.append(Paragraph(self.note))
+        return ReportSection(self.title, blocks, metrics=self.metrics)
 
 
 def _fmt_ci(ci: dict[str, Any] | None, scale: float = 1.0) -> str:
@@ -83,10 +109,21 @@ def _label(m: dict[str, Any]) -> str:
     )
 
 
+def _items(ci: dict[str, Any] | None) -> int | None:
+    return None if not ci or ci.get("n") is None else int(ci["n"])
+
+
+def _board_n(m: dict[str, Any]) -> str:
+    """``"172 decisions / 16 items"``: what a model's accuracy rests on."""
+    items = _items(m["accuracy"])
+    return f"{m['decisions']} decisions" + (f" / {items} items" if items is not None else "")
+
+
 def write_report(
     store: Store, project: Project, run_ids: list[str], out: Path, *, resamples: int | None = None
 ) -> dict[str, Any]:
-    """Write ``out`` (.md or .html) with PNG plots and CSV tables in ``<stem>_files/``."""
+    """Write ``out`` (.md or .html) with PNG plots and CSV tables in ``<stem>_files/``; the
+    HTML embeds its plots, so it is one self-contained file."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -98,6 +135,7 @@ def write_report(
     sections: list[Section] = []
 
     rows = []
+    shown = [k for k in _BOARD_METRICS if any(k in m["metrics"] for m in board)]
     for m in board:
         rows.append(
             {
@@ -129,27 +167,45 @@ def write_report(
             rows,
             _plot_leaderboard(board, files / "leaderboard.png"),
             [m["accuracy"] for m in board],
+            n=[_board_n(m) for m in board],
+            metrics=[
+                "accuracy",
+                *shown,
+                "coverage",
+                "format_rate",
+                "model_failure",
+                "infra_missing",
+                "cost_usd",
+            ],
         )
     )
     cond = _conditions(board)
     if cond:
+        with_cond = [m for m in board if (m["metrics"].get("naudc") or {}).get("per_condition")]
         sections.append(
             Section(
                 "Accuracy per condition",
-                "Conditions by increasing severity.",
+                "Conditions by increasing severity; n: the decisions over all conditions.",
                 cond,
                 _plot_conditions(cond, files / "conditions.png"),
                 [(m["metrics"].get("naudc") or {}).get("value") for m in board],
+                n=[
+                    sum(v["n"] for v in m["metrics"]["naudc"]["per_condition"].values())
+                    for m in with_cond
+                ],
+                metrics=["accuracy", "naudc"],
             )
         )
-    heat = _per_class(board, project)
+    heat, heat_n = _per_class(board, project)
     if heat:
         sections.append(
             Section(
                 f"Per-class accuracy ({project.benchmark.action_field or 'first field'})",
-                "",
+                "n: the decisions whose gold is that class.",
                 heat,
                 _plot_heatmap(heat, files / "per_class.png"),
+                n=heat_n,
+                metrics=["per_class"],
             )
         )
     saf = _safety(board)
@@ -157,9 +213,11 @@ def write_report(
         sections.append(
             Section(
                 "Safety operating regime",
-                "False-alarm share of safety errors vs safety recall.",
+                "False-alarm share of safety errors vs safety recall; n: the true violations.",
                 saf,
                 _plot_safety(saf, files / "safety.png"),
+                n=[r.pop("_n") for r in saf],
+                metrics=["safety_recall", "false_alarm_share"],
             )
         )
     cal = _calibration(board)
@@ -170,6 +228,7 @@ def write_report(
                 "Mean stated confidence vs accuracy per bin (ECE, 10 equal-width bins).",
                 [],
                 _plot_calibration(cal, files / "calibration.png"),
+                metrics=["ece"],
             )
         )
     fw = _four_way(board)
@@ -181,6 +240,8 @@ def write_report(
                 "per item: counts (shares); grounding accuracy given a correct reading.",
                 fw,
                 sources=[(m["metrics"].get("four_way") or {}) for m in board],
+                n=[r.pop("_n") for r in fw],
+                metrics=["four_way"],
             )
         )
     for a in data["across"]:
@@ -204,48 +265,69 @@ def write_report(
                     prow,
                     _plot_paired(p, files / f"paired_{_safe(p['run_id'])}.png"),
                     [p],
+                    n=[c["n"] for c in p["pairs"]],
+                    metrics=["paired_difference"],
+                    n_column="n decisions",
                 )
             )
     for g in data["compare_gold"]:
-        grow = [
-            {
-                "model": m["model"],
-                "blind": _fmt_ci(m.get("blind")),
-                "anchored": _fmt_ci(m.get("anchored")),
-                "vlm-sourced": _fmt_ci(m.get("vlm-sourced")),
-                "inflation anchored (pp)": _fmt_pp(m.get("inflation_anchored_pp")),
-                "inflation vlm-sourced (pp)": _fmt_pp(m.get("inflation_vlm-sourced_pp")),
-            }
-            for m in g["models"]
-        ]
-        mean = g["mean_inflation_pp"]
-        text = (
-            f"Higher on anchored gold: {g['higher_on_anchored']} models; mean inflation "
-            f"{mean:+.1f} pp."
-            if mean is not None
-            else "No blind/anchored split in this gold."
-        )
-        sections.append(
-            Section(
-                f"Scores by gold provenance ({g['run_id']})",
-                text,
-                grow,
-                _plot_provenance(g, files / f"provenance_{_safe(g['run_id'])}.png"),
-                [g],
-            )
-        )
+        sections.append(_compare_gold_section(g, files))
     for s in sections:
         if s.table:
-            pd.DataFrame(s.table).to_csv(files / f"{_safe(s.title)}.csv", index=False)
-    title = f"Benchmark report: {project.title or project.name}"
-    text = (
-        _html(title, sections, files, out)
-        if out.suffix.lower() in (".html", ".htm")
-        else _md(title, sections, files, out)
+            pd.DataFrame(s.model().tables[0].records()).to_csv(
+                files / f"{_safe(s.title)}.csv", index=False
+            )
+    report = Report(
+        f"Benchmark report: {project.title or project.name}",
+        [s.model() for s in sections],
+        simulated=any(m.get("simulated") for m in board),
     )
-    out.write_text(text, encoding="utf-8")
+    if data["compare_gold"]:
+        report.sections.append(
+            ReportSection(
+                "How to read this",
+                [Paragraph(CONTRAST)],
+                metrics=["anchoring_bias", "gold_slice_inflation"],
+            )
+        )
+    html_out = out.suffix.lower() in (".html", ".htm")
+    out.write_text(render_html(report) if html_out else render_md(report), encoding="utf-8")
     (files / "report.json").write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
     return {"report": str(out), "files": str(files), **data}
+
+
+def _compare_gold_section(g: dict[str, Any], files: Path) -> Section:
+    """Scores by gold provenance: gold-slice inflation per model."""
+    grow = [
+        {
+            "model": m["model"],
+            "blind": _fmt_ci(m.get("blind")),
+            "anchored": _fmt_ci(m.get("anchored")),
+            "vlm-sourced": _fmt_ci(m.get("vlm-sourced")),
+            "inflation anchored (pp)": _fmt_pp(m.get("inflation_anchored_pp")),
+            "inflation vlm-sourced (pp)": _fmt_pp(m.get("inflation_vlm-sourced_pp")),
+        }
+        for m in g["models"]
+    ]
+    mean = g["mean_inflation_pp"]
+    text = (
+        f"Higher on anchored gold: {g['higher_on_anchored']} models; mean inflation {mean:+.1f} pp."
+        if mean is not None
+        else "No blind/anchored split in this gold."
+    )
+    slices = ("blind", "anchored", "vlm-sourced")
+    return Section(
+        f"Scores by gold provenance ({g['run_id']})",
+        text + " n: the items of each gold slice (blind / anchored / VLM-sourced).",
+        grow,
+        _plot_provenance(g, files / f"provenance_{_safe(g['run_id'])}.png"),
+        [g],
+        n=[
+            " / ".join("–" if _items(m.get(s)) is None else str(_items(m.get(s))) for s in slices)
+            for m in g["models"]
+        ],
+        metrics=["accuracy", "gold_slice_inflation"],
+    )
 
 
 _BOARD_METRICS = (
@@ -275,6 +357,7 @@ def _four_way(board: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     **{k: f"{v} ({fw['shares'][k]:.2f})" for k, v in fw["counts"].items()},
                     "read": _fmt_ci(fw.get("read_accuracy")),
                     "ground | read correct": _fmt_ci(fw.get("value")),
+                    "_n": sum(fw["counts"].values()),
                 }
             )
     return rows
@@ -289,6 +372,7 @@ def _across_sections(a: dict[str, Any]) -> list[Section]:
         _across_section(out, name, r, rid)
         for sec in out[start:]:
             sec.sources = [r]
+            sec.metrics = [name]
     return out
 
 
@@ -310,6 +394,7 @@ def _across_section(out: list[Section], name: str, r: dict[str, Any], rid: str) 
                     {r["environment"]: e, "best model": m}
                     for e, m in r["best_by_environment"].items()
                 ],
+                n=[None] * len(r["best_by_environment"]),
             )
         )
     elif name == "ensemble":
@@ -330,6 +415,7 @@ def _across_section(out: list[Section], name: str, r: dict[str, Any], rid: str) 
                     }
                     for f, v in r["by_field"].items()
                 ],
+                n=[None] * len(r["by_field"]),
             )
         )
     elif name == "hard_subset":
@@ -347,6 +433,11 @@ def _across_section(out: list[Section], name: str, r: dict[str, Any], rid: str) 
                     }
                     for lab, v in r["models"].items()
                 ],
+                n=[
+                    f"{r['n']} all / {r['hard_decisions']} hard / "
+                    f"{r['n'] - r['hard_decisions']} rest"
+                ]
+                * len(r["models"]),
             )
         )
     elif name == "rank_transfer":
@@ -358,6 +449,7 @@ def _across_section(out: list[Section], name: str, r: dict[str, Any], rid: str) 
                 f"Pearson r {r['pearson_r']:.3f} (p {r['pearson_p']:.3g}) over "
                 f"{len(r['models'])} models.",
                 [{"model": m, **v} for m, v in r["scores"].items()],
+                n=[None] * len(r["scores"]),
             )
         )
     elif name == "paired_conditions":
@@ -377,6 +469,10 @@ def _across_section(out: list[Section], name: str, r: dict[str, Any], rid: str) 
                     }
                     for m, v in r["models"].items()
                 ],
+                n=[
+                    v["repairs"] + v["harms"] + v["kept_right"] + v["kept_wrong"]
+                    for v in r["models"].values()
+                ],
             )
         )
     elif name == "open_similarity":
@@ -389,6 +485,7 @@ def _across_section(out: list[Section], name: str, r: dict[str, Any], rid: str) 
                     {"model": m, "similarity": _fmt_ci(v["similarity"]), "z": v["z"]}
                     for m, v in r["models"].items()
                 ],
+                n=[_items(v["similarity"]) for v in r["models"].values()],
             )
         )
 
@@ -437,9 +534,14 @@ def _conditions(board: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def _per_class(board: list[dict[str, Any]], project: Project) -> list[dict[str, Any]]:
+def _per_class(
+    board: list[dict[str, Any]], project: Project
+) -> tuple[list[dict[str, Any]], list[int | str | None]]:
+    """Rows (class x model accuracy) and each class's n (its gold decisions; the largest
+    over models, which differ only by infrastructure-missing answers)."""
     f = project.benchmark.action_field
     rows: dict[str, dict[str, Any]] = {}
+    ns: dict[str, int] = {}
     for m in board:
         pc = (m["metrics"].get("per_class") or {}).get("by_field") or {}
         fld = pc.get(f) if f else next(iter(pc.values()), None)
@@ -447,7 +549,8 @@ def _per_class(board: list[dict[str, Any]], project: Project) -> list[dict[str, 
             continue
         for cls, v in fld["classes"].items():
             rows.setdefault(cls, {"class": cls})[_label(m)] = v["accuracy"]
-    return list(rows.values())
+            ns[cls] = max(ns.get(cls, 0), int(v.get("n") or 0))
+    return list(rows.values()), [ns.get(c) for c in rows]
 
 
 def _safety(board: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -462,6 +565,7 @@ def _safety(board: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "safety recall": r["point"],
                     "false-alarm share": fa["value"]["point"],
                     "regime": fa.get("regime"),
+                    "_n": (fa.get("counts") or {}).get("violations"),
                 }
             )
     return out
@@ -481,16 +585,14 @@ def _fig(w: float = 7, h: float = 4):
     return plt.subplots(figsize=(w, h))
 
 
-def _save(fig: Any, path: Path) -> str:
-    import matplotlib.pyplot as plt
-
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path.name
+def _save(fig: Any, path: Path) -> Figure:
+    """The figure, embedded in the HTML and saved beside it for the Markdown to link."""
+    return Figure.from_matplotlib(
+        fig, path.stem, save_to=path, href=f"{path.parent.name}/{path.name}"
+    )
 
 
-def _plot_leaderboard(board: list[dict[str, Any]], path: Path) -> str:
+def _plot_leaderboard(board: list[dict[str, Any]], path: Path) -> Figure:
     fig, ax = _fig(7, 0.5 * len(board) + 1.5)
     labels = [_label(m) for m in board][::-1]
     pts = [m["accuracy"].get("point") or 0 for m in board][::-1]
@@ -508,7 +610,7 @@ def _plot_leaderboard(board: list[dict[str, Any]], path: Path) -> str:
     return _save(fig, path)
 
 
-def _plot_conditions(rows: list[dict[str, Any]], path: Path) -> str:
+def _plot_conditions(rows: list[dict[str, Any]], path: Path) -> Figure:
     fig, ax = _fig()
     for r in rows:
         conds = [k for k in r if k not in ("model", "nAUDC")]
@@ -519,7 +621,7 @@ def _plot_conditions(rows: list[dict[str, Any]], path: Path) -> str:
     return _save(fig, path)
 
 
-def _plot_heatmap(rows: list[dict[str, Any]], path: Path) -> str:
+def _plot_heatmap(rows: list[dict[str, Any]], path: Path) -> Figure:
     df = pd.DataFrame(rows).set_index("class").astype(float)
     fig, ax = _fig(1.5 + 1.2 * len(df.columns), 0.35 * len(df) + 1.5)
     im = ax.imshow(df.to_numpy(), vmin=0, vmax=1, cmap="viridis", aspect="auto")
@@ -529,7 +631,7 @@ def _plot_heatmap(rows: list[dict[str, Any]], path: Path) -> str:
     return _save(fig, path)
 
 
-def _plot_safety(rows: list[dict[str, Any]], path: Path) -> str:
+def _plot_safety(rows: list[dict[str, Any]], path: Path) -> Figure:
     fig, ax = _fig(6, 5)
     for r in rows:
         ax.scatter(r["false-alarm share"] or 0, r["safety recall"] or 0)
@@ -542,7 +644,7 @@ def _plot_safety(rows: list[dict[str, Any]], path: Path) -> str:
     return _save(fig, path)
 
 
-def _plot_calibration(cal: dict[str, list[dict[str, Any]]], path: Path) -> str:
+def _plot_calibration(cal: dict[str, list[dict[str, Any]]], path: Path) -> Figure:
     fig, ax = _fig(5, 5)
     ax.plot([0, 1], [0, 1], color="grey", ls="--")
     for name, bins in cal.items():
@@ -554,7 +656,7 @@ def _plot_calibration(cal: dict[str, list[dict[str, Any]]], path: Path) -> str:
     return _save(fig, path)
 
 
-def _plot_paired(p: dict[str, Any], path: Path) -> str:
+def _plot_paired(p: dict[str, Any], path: Path) -> Figure:
     import numpy as np
 
     names = p["entries"]
@@ -577,7 +679,7 @@ def _plot_paired(p: dict[str, Any], path: Path) -> str:
     return _save(fig, path)
 
 
-def _plot_provenance(g: dict[str, Any], path: Path) -> str:
+def _plot_provenance(g: dict[str, Any], path: Path) -> Figure:
     import numpy as np
 
     fig, ax = _fig()
@@ -593,58 +695,8 @@ def _plot_provenance(g: dict[str, Any], path: Path) -> str:
     return _save(fig, path)
 
 
-def _md_table(rows: list[dict[str, Any]]) -> str:
-    cols = list(dict.fromkeys(k for r in rows for k in r))
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for r in rows:
-        lines.append("| " + " | ".join(_cell(r.get(c)) for c in cols) + " |")
-    return "\n".join(lines)
-
-
 def _cell(v: Any) -> str:
+    """A table cell as shown (the renderer escapes it for Markdown or HTML)."""
     if isinstance(v, float):
         return f"{v:.3f}"
-    return "—" if v is None else str(v).replace("|", "\\|")
-
-
-def _md(title: str, sections: list[Section], files: Path, out: Path) -> str:
-    parts = [f"# {title}", ""]
-    rel = files.relative_to(out.parent)
-    for s in sections:
-        parts += [f"## {s.title}", ""]
-        if s.text:
-            parts += [s.text, ""]
-        if s.image:
-            parts += [f"![{s.title}]({rel}/{s.image})", ""]
-        if s.table:
-            parts += [_md_table(s.table), ""]
-        if s.note:
-            parts += [s.note, ""]
-    return "\n".join(parts)
-
-
-def _html(title: str, sections: list[Section], files: Path, out: Path) -> str:
-    rel = files.relative_to(out.parent)
-    body = [f"<h1>{html.escape(title)}</h1>"]
-    for s in sections:
-        body.append(f"<h2>{html.escape(s.title)}</h2>")
-        if s.text:
-            body.append(f"<p>{html.escape(s.text)}</p>")
-        if s.image:
-            body.append(f'<img src="{rel}/{s.image}" alt="{html.escape(s.title)}">')
-        if s.table:
-            cols = list(dict.fromkeys(k for r in s.table for k in r))
-            body.append(
-                "<table><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in cols) + "</tr>"
-            )
-            for r in s.table:
-                body.append(
-                    "<tr>"
-                    + "".join(f"<td>{html.escape(_cell(r.get(c)))}</td>" for c in cols)
-                    + "</tr>"
-                )
-            body.append("</table>")
-        if s.note:
-            body.append(f"<p class='design-warning'>{html.escape(s.note)}</p>")
-    style = "body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 6px;font-size:13px}img{max-width:100%}"
-    return f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{style}</style></head><body>{''.join(body)}</body></html>"
+    return "—" if v is None else str(v)
