@@ -400,10 +400,11 @@ class _ResultWriter:
         self.project = project
         self.by_id = by_id
         self.targets = targets
+        self._stmt: Any = None
+        """The upsert, built once: building its ``excluded`` columns per group cost more
+        than the group's rows."""
 
     def __call__(self, conn: Any, jobs: list[Any]) -> None:
-        from truthline.models._upsert import insert_or_update
-
         rows: dict[int, dict[str, Any]] = {}
         for job in jobs:
             res = job.result
@@ -426,11 +427,14 @@ class _ResultWriter:
                 )
         if not rows:
             return
-        keys = ["run_id", "model", "item_id", "variant", "condition", "control"]
-        stmt = insert_or_update(
-            conn.dialect.name, tables.run_results, keys, ["response_id", "status", "scores"]
-        )
-        conn.execute(stmt, list(rows.values()))
+        if self._stmt is None:
+            from truthline.models._upsert import insert_or_update
+
+            keys = ["run_id", "model", "item_id", "variant", "condition", "control"]
+            self._stmt = insert_or_update(
+                conn.dialect.name, tables.run_results, keys, ["response_id", "status", "scores"]
+            )
+        conn.execute(self._stmt, list(rows.values()))
 
 
 def _scores(project: Project, it: GoldItem, res: Any, targets: list[str]) -> dict[str, Any]:
