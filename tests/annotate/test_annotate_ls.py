@@ -99,7 +99,8 @@ def test_push_annotate_pull_roundtrip(ls: LS, steel_ws, media_server, tmp_path: 
     ap = admin.get(f"/api/projects/{anch.ls_project_id}")
     assert bp["task_number"] == 4 and bp["total_predictions_number"] == 0
     assert bp["maximum_annotations"] == 2 and bp["show_collab_predictions"] is False
-    assert ap["total_predictions_number"] == 4 and ap["model_version"] == "simulated-test-vlm"
+    # annotators see a neutral label; the store (report, exposures) keeps the model's name
+    assert ap["total_predictions_number"] == 4 and ap["model_version"] == "pre-annotation"
     assert ap["show_collab_predictions"] is True
 
     # push twice -> no new task; the exposure log says who could see what
@@ -218,7 +219,11 @@ def test_push_annotate_pull_roundtrip(ls: LS, steel_ws, media_server, tmp_path: 
 
     bob.patch(
         f"/api/annotations/{ann_id}",
-        {"result": values_to_results(project, truth[b1] | {"scene_type": "maintenance"})},
+        {  # an API edit: an entity without a box stays a placeholder square
+            "result": values_to_results(
+                project, truth[b1] | {"scene_type": "maintenance"}, placeholders=True
+            )
+        },
     )
     rep3 = pull(ws.store, project, admin, progress=False)
     assert rep3.updated == 1 and rep3.new == 0

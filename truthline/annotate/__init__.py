@@ -2,7 +2,9 @@
 
 Public API: the local server (``serve``, ``stop``, ``target``, ``LocalServer``), the label
 config generated from the schema (``label_config``, ``values_to_results``,
-``results_to_values``, ``ls_control`` to map a new field type), ``push`` / ``pull``,
+``results_to_values``, ``ls_control`` to map a new field type), the annotator instructions
+generated from the project (``instructions``; the anchored arm shows ``PREFILL_LABEL``, never
+the model's name), ``push`` / ``pull``,
 ``assign_arms``, annotator accounts (``add_users``, ``user_client``) and
 ``submit_annotation`` (post values as a given user — for simulated annotators), and the
 media server (``MediaHTTPServer``: registered item media only, to the Label Studio origin).
@@ -10,6 +12,7 @@ media server (``MediaHTTPServer``: registered item media only, to the Label Stud
 
 from truthline.annotate._assign import assign_arms
 from truthline.annotate._client import LabelStudioDown, LabelStudioError, LSClient
+from truthline.annotate._instructions import PREFILL_LABEL, instructions
 from truthline.annotate._labelconfig import (
     Converted,
     LSControl,
@@ -18,6 +21,7 @@ from truthline.annotate._labelconfig import (
     ls_control,
     results_to_values,
     task_data,
+    unboxed_note,
     values_to_results,
 )
 from truthline.annotate._local import Target, serve, stop, target
@@ -28,6 +32,7 @@ from truthline.annotate._server import Credentials, LocalServer
 from truthline.annotate._users import USERS_FILE, add_users, submit_annotation, user_client
 
 __all__ = [
+    "PREFILL_LABEL",
     "USERS_FILE",
     "Converted",
     "Credentials",
@@ -45,6 +50,7 @@ __all__ = [
     "assign_arms",
     "control_name",
     "ensure_ls_project",
+    "instructions",
     "kept_flag",
     "label_config",
     "ls_control",
@@ -57,6 +63,7 @@ __all__ = [
     "submit_annotation",
     "target",
     "task_data",
+    "unboxed_note",
     "user_client",
     "values_to_results",
 ]

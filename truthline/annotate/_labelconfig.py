@@ -15,10 +15,18 @@ Mapping (one registry entry per field type, ``@ls_control("type")`` adds one):
 |                 | subfield as a per-region control            | the region's ``id``     |
 |                 | (``perRegion="true"``)                      |                         |
 
-Control names are field paths with ``.`` written ``__`` (``workers__action``). An entity
-without a box (a prefill that did not localize a worker) is shown as a small placeholder
-square in a corner slot; a placeholder left where it was reads back as "no box". A region
-drawn by the annotator without a key gets the key ``ls-<region id>``.
+Control names are field paths with ``.`` written ``__`` (``workers__action``). Label Studio
+ties per-entity controls to a region, so an entity without a box (a prefill that did not
+localize a worker) gets no region: no invented box for annotators to drag. It is listed in a
+note above the image (task data ``<list>__unboxed``, see ``unboxed_note``) with its values,
+and the annotator draws its box if they can see it, as blind annotators do. Annotations
+posted over the API (``placeholders=True``) may still carry a placeholder square in a corner
+slot, which reads back as "no box". A region drawn by the annotator without a key gets the
+key ``ls-<region id>``.
+
+Taxonomy classes show "code name" and store the code via ``alias`` (Label Studio writes the
+alias into results and matches predictions by it); the hint carries group and class text.
+Headers show each field's title (``worker_count`` -> "Worker count") and description.
 
 Media objects (every control points at the one object that carries the regions):
 
@@ -106,17 +114,25 @@ def _attrs(**kw: Any) -> str:
 
 
 def _choices_xml(ft: FieldType, name: str, to: str, per_region: bool, multiple: bool) -> str:
-    hints: dict[str, str] = {}
-    tax = ft.taxonomies.get(getattr(ft.spec, "taxonomy", None) or "")
-    if tax is not None:
-        hints = {c.code: c.name for c in tax.classes if c.name}
-    opts = "".join(
-        f"<Choice {_attrs(value=c, hint=hints.get(c))}/>" for c in (ft.categories() or [])
-    )
+    opts = "".join(_choice_xml(ft, c) for c in (ft.categories() or []))
     return (
         f"<Choices {_attrs(name=name, toName=to, choice='multiple' if multiple else 'single-radio', perRegion='true' if per_region else None, showInline='true')}>"
         f"{opts}</Choices>"
     )
+
+
+def _choice_xml(ft: FieldType, code: str) -> str:
+    """One option: a taxonomy class shows "code name" and stores its code through ``alias``
+    (Label Studio writes the alias into results and matches predictions by it); the hint
+    (hover text) carries the class's group and description. Other options show their value."""
+    tax = ft.taxonomies.get(getattr(ft.spec, "taxonomy", None) or "")
+    cls = next((c for c in tax.classes if c.code == code), None) if tax is not None else None
+    if tax is None or cls is None:
+        return f"<Choice {_attrs(value=code)}/>"
+    hint = "; ".join(x for x in (tax.groups.get(cls.group, ""), cls.description) if x)
+    if not cls.name:
+        return f"<Choice {_attrs(value=code, hint=hint or None)}/>"
+    return f"<Choice {_attrs(value=f'{code} {cls.name}', alias=code, hint=hint or None)}/>"
 
 
 def _one_choice(ft: FieldType, v: dict[str, Any]) -> Any:
@@ -294,8 +310,7 @@ def label_config(project: Any) -> str:
                 f"the name {name!r} is taken by a Label Studio object tag in {media} projects; "
                 "rename the field",
             )
-        desc = ft.spec.description or ""
-        header = f"<Header {_attrs(value=name + (': ' + desc if desc else ''), size='5')}/>"
+        header = f"<Header {_attrs(value=_heading(name, ft), size='5')}/>"
         if ft.name == "entity_list":
             if media == "video":
                 raise FieldValueError(
@@ -304,12 +319,16 @@ def label_config(project: Any) -> str:
             _box_name, box, subs = _entity_parts(ft)
             labels = list(getattr(box.spec, "labels", []) or []) if box else []
             parts.append(header)
+            if box is not None:  # the pre-annotation's entities it could not place
+                parts.append(
+                    f'<View style="white-space: pre-line"><Header {_attrs(value="$" + unboxed_key(name), size="6")}/></View>'
+                )
             parts.append(_labels_xml(control_name(name), obj, labels or [name]))
             parts.append(
                 f'<View visibleWhen="region-selected" {_attrs(whenTagName=control_name(name))}>'
             )
             for sub, st in subs.items():
-                parts.append(f"<Header {_attrs(value=f'{name}.{sub}', size='6')}/>")
+                parts.append(f"<Header {_attrs(value=_heading(sub, st), size='6')}/>")
                 parts.append(control_for(st).xml(st, control_name(f"{name}.{sub}"), obj, True))
             parts.append("</View>")
             continue
@@ -321,9 +340,44 @@ def label_config(project: Any) -> str:
     return "\n".join(parts)
 
 
-def task_data(project: Any, item_id: int, urls: list[str], key: str) -> dict[str, Any]:
-    """Task data: our item id (idempotence), its key, and the media URL(s)."""
+def field_title(name: str) -> str:
+    """A field's name as annotators read it: ``worker_count`` -> "Worker count"."""
+    words = name.replace("__", " ").replace("_", " ").replace(".", " ").split()
+    return " ".join(words).capitalize() if words else name
+
+
+def _heading(name: str, ft: FieldType) -> str:
+    desc = ft.spec.description or ""
+    return field_title(name) + (f": {desc}" if desc else "")
+
+
+def unboxed_key(list_name: str) -> str:
+    """Task-data key of the note listing an entity list's pre-annotated entities without a box."""
+    return f"{control_name(list_name)}__unboxed"
+
+
+def _unboxed_lists(project: Any) -> list[str]:
+    return [
+        n
+        for n, ft in project.field_types.items()
+        if ft.name == "entity_list" and _entity_parts(ft)[1] is not None
+    ]
+
+
+def task_data(
+    project: Any,
+    item_id: int,
+    urls: list[str],
+    key: str,
+    *,
+    shown: list[tuple[str, dict]] | None = None,
+) -> dict[str, Any]:
+    """Task data: our item id (idempotence), its key, the media URL(s), and per entity list
+    the note on entities the values in ``shown`` (``(who, values)``; the anchored arm's
+    pre-annotation, the review arm's tier-1 annotations) list without a box."""
     data: dict[str, Any] = {"item_id": item_id, "key": key}
+    for name in _unboxed_lists(project):
+        data[unboxed_key(name)] = unboxed_note(project, name, shown or [])
     if project.media == "video":
         data["video"] = urls[0]
     elif project.media == "frames":
@@ -336,6 +390,46 @@ def task_data(project: Any, item_id: int, urls: list[str], key: str) -> dict[str
     else:
         data["image"] = urls[0]
     return data
+
+
+def _show(ft: FieldType, v: Any) -> str:
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, list):
+        return ", ".join(_show(ft, x) for x in v)
+    tax = ft.taxonomies.get(getattr(ft.spec, "taxonomy", None) or "")
+    cls = next((c for c in tax.classes if c.code == v), None) if tax is not None else None
+    return f"{v} {cls.name}" if cls is not None and cls.name else str(v)
+
+
+def unboxed_note(project: Any, name: str, shown: list[tuple[str, dict]]) -> str:
+    """Text beside the image for the entities of list ``name`` that ``shown`` gives no box.
+
+    Label Studio ties per-entity controls to a region, so such an entity cannot be pre-filled
+    without inventing a box; it is listed here instead (values as annotators read them), and
+    the annotator draws its box if they can see it, as in the blind arm. Empty when none.
+    """
+    ft = project.field_types[name]
+    box_name, _box, subs = _entity_parts(ft)
+    lines = []
+    for who, values in shown:
+        for i, ent in enumerate(values.get(name) or []):
+            if not isinstance(ent, dict) or (box_name and ent.get(box_name)):
+                continue
+            ident = ft.entity_id(ent, i)  # type: ignore[attr-defined]
+            vals = "; ".join(
+                f"{field_title(sub)}: {_show(st, ent[sub])}"
+                for sub, st in subs.items()
+                if ent.get(sub) is not None and sub != getattr(ft.spec, "key", None)
+            )
+            lines.append(f"{who + ': ' if who else ''}{ident}" + (f" ({vals})" if vals else ""))
+    if not lines:
+        return ""
+    title = field_title(name)
+    return (
+        f"{title} listed without a box (draw a box for each one you can see, then set its "
+        "values; leave out any you cannot see):\n" + "\n".join(lines)
+    )
 
 
 # -- values -> results ------------------------------------------------------------------------
@@ -370,10 +464,14 @@ def values_to_results(
     *,
     origin: dict[str, str] | str | None = None,
     normalized: bool = False,
+    placeholders: bool = False,
 ) -> list[dict[str, Any]]:
     """Field values (top-level names) -> Label Studio result items.
 
     Values are normalized first unless ``normalized`` says they already are (stored values).
+    An entity without a box gets no region (no invented box for annotators to drag; see
+    ``unboxed_note``) unless ``placeholders``: then a placeholder square stands in for it,
+    which reads back as "no box" (annotations posted over the API, never shown to people).
     """
     obj = OBJECT_NAME[project.media]
     out: list[dict[str, Any]] = []
@@ -403,7 +501,7 @@ def values_to_results(
                 )
             continue
         if ft.name == "entity_list":
-            out += _entities_to_results(ft, name, value, obj, org(name))
+            out += _entities_to_results(ft, name, value, obj, org(name), placeholders)
             continue
         ctrl = control_for(ft)
         v = ctrl.to_result(ft, value)
@@ -416,7 +514,12 @@ def values_to_results(
 
 
 def _entities_to_results(
-    ft: FieldType, name: str, value: list[dict], obj: str, org: dict[str, str]
+    ft: FieldType,
+    name: str,
+    value: list[dict],
+    obj: str,
+    org: dict[str, str],
+    placeholders: bool,
 ) -> list[dict[str, Any]]:
     box_name, box_ft, subs = _entity_parts(ft)
     labels = list(getattr(box_ft.spec, "labels", []) or []) if box_ft else []
@@ -426,6 +529,8 @@ def _entities_to_results(
         rid = f"{cname}-{ft.entity_id(ent, i)}".replace(" ", "_")  # type: ignore[attr-defined]
         boxes = ent.get(box_name) if box_name else None
         box = boxes[0] if boxes else None
+        if box is None and box_name and not placeholders:
+            continue
         geom = _geom(box) if box else _geom(placeholder_box(i))
         label = (box or {}).get("label") or (labels[0] if labels else name)
         out.append(

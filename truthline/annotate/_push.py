@@ -3,7 +3,8 @@
 Label Studio Community has no roles and no per-annotator assignment, so each arm (and each
 cohort of annotators, where assignment matters) gets its own project with the same label
 config. Predictions go ONLY into anchored projects (inline with the tasks, 500 per request,
-``model_version`` set); the blind project never holds one. Review projects show each tier-1
+``model_version`` the neutral ``PREFILL_LABEL``: annotators never see the model's name, the
+store keeps it per task and exposure); the blind project never holds one. Review projects show each tier-1
 annotation of an item as a prediction (one per annotator) for a tier-2 expert.
 
 Idempotent: a task carries our ``item_id`` in its data; before importing, the project's tasks
@@ -27,6 +28,7 @@ from sqlalchemy import select
 
 from truthline.annotate._assign import assign_arms
 from truthline.annotate._client import LabelStudioError, LSClient
+from truthline.annotate._instructions import PREFILL_LABEL, instructions
 from truthline.annotate._labelconfig import label_config, task_data, values_to_results
 from truthline.annotate._media import item_prefix, media_rel, media_url
 from truthline.errors import TruthlineError
@@ -95,6 +97,8 @@ def ensure_ls_project(
         "show_skip_button": True,
         "show_collab_predictions": arm != "blind",
         "enable_empty_annotation": True,
+        "expert_instruction": instructions(project, arm),
+        "show_instruction": True,
     }
     if row is not None:
         try:
@@ -118,7 +122,7 @@ def ensure_ls_project(
     title = title[:50]
     desc = {
         "blind": "BLIND arm: no model output is shown. Label what you see.",
-        "anchored": "ANCHORED arm: a model's pre-annotation is shown; correct anything wrong.",
+        "anchored": "ANCHORED arm: a pre-annotation is shown; correct anything wrong.",
         "review": "REVIEW (tier-2): each tier-1 annotation is shown as a prediction tab; adjudicate.",
     }[arm]
     created = client.post(
@@ -362,11 +366,17 @@ def push(
         payload = []
         for i in chunk:
             it = items[i]
-            t: dict[str, Any] = {"data": task_data(project, i, urls(it), it["key"])}
+            shown: list[tuple[str, dict]] = []
             if arm == "anchored":
+                shown = [("", preds[i].values)]
+            elif arm == "review":
+                shown = list(review_preds[i])
+            t: dict[str, Any] = {"data": task_data(project, i, urls(it), it["key"], shown=shown)}
+            if arm == "anchored":
+                # the model's name stays in the store; annotators see a neutral label
                 t["predictions"] = [
                     {
-                        "model_version": model_version,
+                        "model_version": PREFILL_LABEL,
                         "result": values_to_results(project, preds[i].values, normalized=True),
                     }
                 ]
@@ -432,10 +442,16 @@ def push(
             record(chunk, fut.result())
             bar.advance(task, len(chunk))
     if arm == "anchored" and (rep.created or rep.existing):
-        client.patch(
-            f"/api/projects/{ls_pid}",
-            {"show_collab_predictions": True, "model_version": model_version},
-        )
+        try:
+            client.patch(
+                f"/api/projects/{ls_pid}",
+                {"show_collab_predictions": True, "model_version": PREFILL_LABEL},
+            )
+        except LabelStudioError as exc:
+            # a project pushed before predictions were labelled neutrally holds none under
+            # PREFILL_LABEL (Label Studio refuses the name); it keeps the version it was given
+            if exc.status != 400 or rep.created:
+                raise
     return rep
 
 

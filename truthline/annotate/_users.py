@@ -143,7 +143,8 @@ def submit_annotation(
 
     ``shown`` (the prediction's values) sets each result's ``origin`` the way the labeling
     UI does: ``prediction`` where the value agrees with it, else ``prediction-changed``;
-    without a shown prediction every result is ``manual``.
+    without a shown prediction every result is ``manual``. An entity without a box is posted
+    as a placeholder square (read back as "no box"): an API post needs some region for it.
     """
     origins: dict[str, str] = {}
     for name, ft in project.field_types.items():
@@ -156,7 +157,9 @@ def submit_annotation(
             same = (v is None and s is None) or (v is not None and s is not None and ft.agree(v, s))
             origins[name] = "prediction" if same else "prediction-changed"
     body: dict[str, Any] = {
-        "result": [] if cancelled else values_to_results(project, values, origin=origins),
+        "result": []
+        if cancelled
+        else values_to_results(project, values, origin=origins, placeholders=True),
         "lead_time": float(lead_time),
         "was_cancelled": cancelled,
     }
