@@ -299,7 +299,9 @@ def test_cli_end_to_end(bench_ws, tmp_path):
     )
     assert r.exit_code == 0, r.output
     html = out.read_text()
-    assert "Leaderboard" in html and "leaderboard.png" in html and "SIMULATED" in html
+    assert "Leaderboard" in html and "SIMULATED" in html
+    # one self-contained file: the plot is embedded, its PNG copy saved beside it
+    assert '<img src="data:image/png;base64,' in html and "report_files/leaderboard.png" in html
     files = out.parent / "report_files"
     for name in (
         "leaderboard.png",
