@@ -34,6 +34,10 @@ class AuditResult:
     exclusions: dict[str, str]
     before_after: dict[str, Any] | None
     warnings: list[str] = field(default_factory=list)
+    excluded_annotators: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Active exclusion decisions: annotator -> reason, decided_by, decided_at (ISO).
+    Excluded annotators keep their per-annotator rows and their ``signals`` entry (marked
+    ``excluded``); they are left out of gold and of every team figure."""
 
     def __getitem__(self, key: str) -> Any:
         return self.sections[key]
@@ -47,6 +51,7 @@ class AuditResult:
                 **self.sections,
                 "signals": self.signals,
                 "exclusions": self.exclusions,
+                "excluded_annotators": self.excluded_annotators,
                 "before_after": self.before_after,
                 "warnings": self.warnings,
             }
@@ -130,7 +135,8 @@ def _aggregates(s: dict[str, Any]) -> dict[str, Any]:
 
 def signals(s: dict[str, Any], project: Project, excluded: set[str]) -> dict[str, Any]:
     """Exclusion signals per annotator, each with the team range it is compared against
-    (the other retained annotators). Flagged when at least two signals fire."""
+    (the other retained annotators). Flagged when at least two signals fire. Excluded
+    annotators keep their entry, marked ``excluded: True``: the evidence stays visible."""
     cfg = project.audit
     ov = {a: r["override_rate"].point for a, r in s["override"]["by_annotator"].items()}
     kap = {a: e.point for a, e in s["vlm_kappa"]["by_annotator"].items()}
@@ -172,7 +178,12 @@ def signals(s: dict[str, Any], project: Project, excluded: set[str]) -> dict[str
                 "fired": bool(prod == 0 and errs >= cfg.min_vlm_errors),
             }
         fired = [k for k, v in sig.items() if v["fired"]]
-        out[a] = {"signals": sig, "fired": fired, "flagged": len(fired) >= 2}
+        out[a] = {
+            "signals": sig,
+            "fired": fired,
+            "flagged": len(fired) >= 2,
+            "excluded": a in excluded,
+        }
     return out
 
 
@@ -308,7 +319,28 @@ def run_audit(
         exclusions=dict(data.exclusions),
         before_after=before_after,
         warnings=warnings,
+        excluded_annotators=_exclusion_records(store, project.name, data.exclusions),
     )
+
+
+def _exclusion_records(
+    store: Store, project: str, active: dict[str, str]
+) -> dict[str, dict[str, Any]]:
+    """Who excluded whom, when and why (the latest active decision per annotator)."""
+    from truthline.audit._ops import exclusions
+
+    out: dict[str, dict[str, Any]] = {}
+    for r in exclusions(store, project):  # oldest first: the latest decision wins
+        if r["active"] and r["annotator"] in active:
+            when = r["decided_at"]
+            out[r["annotator"]] = {
+                "reason": r["reason"],
+                "decided_by": r["decided_by"],
+                "decided_at": when.isoformat() if hasattr(when, "isoformat") else when,
+            }
+    for a, reason in active.items():  # e.g. an exclusion set by a test double of the store
+        out.setdefault(a, {"reason": reason, "decided_by": None, "decided_at": None})
+    return dict(sorted(out.items()))
 
 
 def _counts(data: AuditData, excluded: set[str]) -> dict[str, Any]:

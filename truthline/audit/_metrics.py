@@ -26,7 +26,11 @@ DIRECTIONS = (
 
 
 class Ctx:
-    """Decision arrays and annotation-level arrays for one set of retained annotators."""
+    """Decision arrays and annotation-level arrays for one set of retained annotators.
+
+    Team figures (``team``, ``all``, ``by_field``, pairs, gold) use the retained annotators
+    only; per-annotator rows cover ``everyone``, excluded annotators included, so an exclusion
+    never hides the evidence it rests on (issue 14)."""
 
     def __init__(self, data: AuditData, boot: Boot, excluded: set[str]):
         self.data = data
@@ -43,18 +47,20 @@ class Ctx:
         anns = data.annotations
         self.a_unit = np.array([data.item_index[a.item] for a in anns], dtype=np.int64)
         self.a_name = np.array([a.annotator for a in anns], dtype=object)
-        self.a_ok = np.array(
-            [
-                a.tier == 1 and a.arm not in REVIEW_ARMS and a.annotator not in excluded
-                for a in anns
-            ],
-            dtype=bool,
+        # tier-1 annotations of any annotator; ``a_ok``: of retained annotators only
+        self.a_tier1 = np.array(
+            [a.tier == 1 and a.arm not in REVIEW_ARMS for a in anns], dtype=bool
         )
-        m = self.anch & self.has["hv"]
+        self.a_ok = self.a_tier1 & np.array([a.annotator not in excluded for a in anns], dtype=bool)
+        self.anch_any = d["arm"] == "anchored"
+        # per annotation: decisions and overrides in the anchored arm (any annotator; selecting
+        # annotations by ``a_ok`` or by name decides who counts)
+        m = self.anch_any & self.has["hv"]
         n = len(anns)
         self.a_dec = np.bincount(d["ann"][m], minlength=n).astype(float)
         self.a_ov = np.bincount(d["ann"][m], weights=(d["hv"][m] == 0), minlength=n)
         self.annotators = sorted({str(a) for a in self.a_name[self.a_ok]})
+        self.everyone = sorted({str(a) for a in self.a_name[self.a_tier1]})
 
     def rate(self, mask: np.ndarray, hits: np.ndarray, weighted: bool = False) -> Est:
         return self.boot.rate(
@@ -67,6 +73,7 @@ def override(c: Ctx) -> dict[str, Any]:
     """Override rate (share of anchored annotations with >= 1 changed field), edit depth
     (mean changed fields per annotation), and per-field decision-level override rates."""
     sel_all = c.a_ok & (c.a_dec > 0)
+    sel_any = c.a_tier1 & (c.a_dec > 0)
 
     def block(sel: np.ndarray) -> dict[str, Any]:
         u = c.a_unit[sel]
@@ -86,7 +93,7 @@ def override(c: Ctx) -> dict[str, Any]:
     by_field = {f: c.rate(m & (c.d["field"] == f), c.d["hv"] == 0) for f in c.data.fields}
     return {
         "team": block(sel_all),
-        "by_annotator": {a: block(sel_all & (c.a_name == a)) for a in c.annotators},
+        "by_annotator": {a: block(sel_any & (c.a_name == a)) for a in c.everyone},
         "by_field": by_field,
     }
 
@@ -107,7 +114,9 @@ def _cats(c: Ctx) -> dict[str, np.ndarray]:
 def direction(c: Ctx) -> dict[str, Any]:
     """Direction table (anchored decisions with an expert reference), per field, per
     annotator, per annotator x field and per taxonomy group; IPW when review weights exist."""
-    base = c.anch & c.has["hv"] & c.has["he"] & c.has["ve"]
+    evidence = c.has["hv"] & c.has["he"] & c.has["ve"]
+    base = c.anch & evidence
+    base_any = c.anch_any & evidence
     cats = _cats(c)
     weighted = bool(c.data.review_weights)
     vlm_wrong = c.d["ve"] == 0
@@ -131,10 +140,10 @@ def direction(c: Ctx) -> dict[str, Any]:
     res: dict[str, Any] = {
         "all": table(base),
         "by_field": {f: table(base & (f_arr == f)) for f in c.data.fields},
-        "by_annotator": {a: table(base & (a_arr == a)) for a in c.annotators},
+        "by_annotator": {a: table(base_any & (a_arr == a)) for a in c.everyone},
         "by_annotator_field": {
-            a: {f: table(base & (a_arr == a) & (f_arr == f)) for f in c.data.fields}
-            for a in c.annotators
+            a: {f: table(base_any & (a_arr == a) & (f_arr == f)) for f in c.data.fields}
+            for a in c.everyone
         },
         "weighted": weighted,
     }
@@ -161,7 +170,7 @@ def correct_label(c: Ctx) -> dict[str, Any]:
     he = c.d["he"] == 1
     return {
         "all": c.rate(m, he),
-        "by_annotator": {a: c.rate(m & (c.d["annotator"] == a), he) for a in c.annotators},
+        "by_annotator": {a: c.rate(c.has["he"] & (c.d["annotator"] == a), he) for a in c.everyone},
         "by_field": {f: c.rate(m & (c.d["field"] == f), he) for f in c.data.fields},
         "by_arm": {arm: c.rate(m & (c.d["arm"] == arm), he) for arm in ("blind", "anchored")},
     }
@@ -192,12 +201,14 @@ def vlm_kappa(c: Ctx) -> dict[str, Any]:
             d["unit"][sel], d["hv"][sel], d["vc"][sel], d["hc"][sel], codes=c.data.codes
         )
 
-    by_a = {a: k(m & (d["annotator"] == a)) for a in c.annotators}
+    m_any = c.anch_any & c.has["hv"]
+    by_a = {a: k(m_any & (d["annotator"] == a)) for a in c.everyone}
     by_af = {
-        a: {f: k(m & (d["annotator"] == a) & (d["field"] == f)) for f in c.data.fields}
-        for a in c.annotators
+        a: {f: k(m_any & (d["annotator"] == a) & (d["field"] == f)) for f in c.data.fields}
+        for a in c.everyone
     }
-    finite = [e.point for e in by_a.values() if np.isfinite(e.point)]
+    # the team ceiling: retained annotators only
+    finite = [by_a[a].point for a in c.annotators if np.isfinite(by_a[a].point)]
     return {
         "team": k(m),
         "by_annotator": by_a,
@@ -301,8 +312,8 @@ def flags(c: Ctx) -> dict[str, Any]:
     skipped = np.array([len(a.skipped) for a in anns], dtype=float)
     total = np.array([len(a.skipped) + a.n_fields for a in anns], dtype=float)
     out = {}
-    for a in c.annotators:
-        sel = c.a_ok & (c.a_name == a)
+    for a in c.everyone:
+        sel = c.a_tier1 & (c.a_name == a)
         u = c.a_unit[sel]
         out[a] = {
             "flag_rate": c.boot.ratio(

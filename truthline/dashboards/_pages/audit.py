@@ -84,6 +84,11 @@ def direction_table(res: dict[str, Any], fields: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def shown_name(res: dict[str, Any], annotator: str) -> str:
+    """An annotator's name as the charts show it: excluded annotators keep their rows, marked."""
+    return f"{annotator} (excluded)" if annotator in (res.get("exclusions") or {}) else annotator
+
+
 def _rates(blocks: dict[str, Any], key: str, what: str) -> list[dict[str, Any]]:
     return [
         {key: name, "measure": what, **ci_row(tab[what]["rate"]), "n": tab["n"]}
@@ -126,7 +131,11 @@ def _section_direction(res: dict[str, Any], fields: list[str]) -> None:
     by_ann = [
         r
         for what in ("harmful_anchoring", "productive_anchoring")
-        for r in _rates(res["direction"]["by_annotator"], "annotator", what)
+        for r in _rates(
+            {shown_name(res, a): t for a, t in res["direction"]["by_annotator"].items()},
+            "annotator",
+            what,
+        )
     ]
     da = pd.DataFrame(by_ann)
     chart(
@@ -161,7 +170,11 @@ def _section_quadrant(res: dict[str, Any]) -> None:
     vk = res["vlm_kappa"]["by_annotator"]
     cl = res["correct_label"]["by_annotator"]
     rows = [
-        {"annotator": a, **ci_row(vk[a], "vlm_kappa"), **ci_row(cl.get(a), "expert_agreement")}
+        {
+            "annotator": shown_name(res, a),
+            **ci_row(vk[a], "vlm_kappa"),
+            **ci_row(cl.get(a), "expert_agreement"),
+        }
         for a in vk
     ]
     df = pd.DataFrame(rows)
@@ -203,13 +216,18 @@ def _section_quadrant(res: dict[str, Any]) -> None:
         fig,
         df,
         "Kappa with the VLM vs agreement with the expert, per annotator",
-        caption="Right and low: defers to the VLM without being right more often.",
+        caption="Right and low: defers to the VLM without being right more often. The team "
+        "ceiling leaves excluded annotators out.",
     )
 
 
 def signals_table(res: dict[str, Any]) -> pd.DataFrame:
+    """One row per annotator and signal; excluded annotators keep theirs (``excluded``,
+    ``exclusion_reason``), compared against the retained team."""
     rows = []
+    records = res.get("excluded_annotators") or {}
     for a, s in res["signals"].items():
+        rec = records.get(a) or {}
         for name, sig in s["signals"].items():
             rng = sig.get("team_range") or [None, None]
             rows.append(
@@ -222,26 +240,59 @@ def signals_table(res: dict[str, Any]) -> pd.DataFrame:
                     "threshold": sig.get("threshold", sig.get("min_vlm_errors")),
                     "fired": bool(sig.get("fired")),
                     "flagged": bool(s["flagged"]),
+                    "excluded": bool(s.get("excluded")),
+                    "exclusion_reason": rec.get("reason"),
                 }
             )
+    return pd.DataFrame(rows)
+
+
+def _exclusion_text(annotator: str, rec: dict[str, Any]) -> str:
+    who = f", by {rec['decided_by']}" if rec.get("decided_by") else ""
+    when = f", {str(rec['decided_at'])[:16].replace('T', ' ')}" if rec.get("decided_at") else ""
+    return f"{annotator} ({rec.get('reason')}{who}{when})"
+
+
+def exclusions_table(res: dict[str, Any]) -> pd.DataFrame:
+    """Excluded annotators: the decision and the signal values it rests on."""
+    rows = []
+    for a, rec in (res.get("excluded_annotators") or {}).items():
+        s = res["signals"].get(a, {})
+        row: dict[str, Any] = {
+            "annotator": a,
+            "reason": rec.get("reason"),
+            "decided_by": rec.get("decided_by"),
+            "decided_at": rec.get("decided_at"),
+            "signals_fired": ", ".join(s.get("fired", [])),
+        }
+        for name, sig in s.get("signals", {}).items():
+            row[name] = sig.get("value")
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
 def _section_signals(res: dict[str, Any]) -> None:
     st.header("Exclusion signals")
     df = signals_table(res)
-    flagged = sorted({r.annotator for r in df.itertuples() if r.flagged}) if not df.empty else []
+    flagged = (
+        sorted({r.annotator for r in df.itertuples() if r.flagged and not r.excluded})
+        if not df.empty
+        else []
+    )
     if flagged:
         st.error(f"Flagged (two or more signals): {', '.join(flagged)}")
     elif not df.empty:
-        st.success("No annotator fires two or more exclusion signals.")
-    excluded = res.get("exclusions") or {}
-    if excluded:
-        # excluded annotators are left out of the team figures and of the signals above
+        st.success("No retained annotator fires two or more exclusion signals.")
+    records = res.get("excluded_annotators") or {
+        a: {"reason": why} for a, why in (res.get("exclusions") or {}).items()
+    }
+    if records:
         st.info(
-            "Excluded already, not part of the team figures: "
-            + "; ".join(f"{a} ({why})" for a, why in sorted(excluded.items()))
+            "Excluded already, not part of gold or the team figures (their rows stay below, "
+            "marked excluded): "
+            + "; ".join(_exclusion_text(a, r) for a, r in sorted(records.items()))
         )
+        st.dataframe(exclusions_table(res), hide_index=True)
     fig = None
     if not df.empty:
         num = df[df["signal"] != "zero_productive"]
@@ -250,7 +301,10 @@ def _section_signals(res: dict[str, Any]) -> None:
             fig.add_trace(
                 go.Scatter(
                     x=sub["value"],
-                    y=[f"{sig}: {a}" for a in sub["annotator"]],
+                    y=[
+                        f"{sig}: {a}" + (" (excluded)" if x else "")
+                        for a, x in zip(sub["annotator"], sub["excluded"], strict=True)
+                    ],
                     mode="markers",
                     name=f"{sig} value",
                     marker=dict(
@@ -262,7 +316,11 @@ def _section_signals(res: dict[str, Any]) -> None:
             fig.add_trace(
                 go.Scatter(
                     x=list(sub["team_low"]) + list(sub["team_high"]),
-                    y=[f"{sig}: {a}" for a in sub["annotator"]] * 2,
+                    y=[
+                        f"{sig}: {a}" + (" (excluded)" if x else "")
+                        for a, x in zip(sub["annotator"], sub["excluded"], strict=True)
+                    ]
+                    * 2,
                     mode="markers",
                     marker=dict(symbol="line-ns-open", size=14, color="gray"),
                     name=f"{sig} team range",
