@@ -117,3 +117,39 @@ def test_free_model_calls_are_charted_as_calls(demo_ws, run_app, texts):
     at = run_app(demo_ws, page="overview")
     assert not at.exception, at.exception
     assert "No call has a cost yet (SIMULATED or free models): calls are shown." in texts(at)
+
+
+def test_audit_page_keeps_the_excluded_annotator_visible(demo_ws, run_app):
+    """Issue 14: the excluded annotator keeps rows in the signals, the quadrant and the
+    per-annotator direction, marked excluded, with who/when/why and the signal values."""
+    at = run_app(demo_ws, page="audit")
+    assert not at.exception, at.exception
+    sig = _frame(at, "signal")[0]
+    rubber = sig[sig["annotator"] == "sim-rubber"]
+    assert len(rubber) >= 2 and rubber["excluded"].all()
+    assert set(rubber["exclusion_reason"]) == {"planted rubber stamp"}
+    assert (
+        rubber["fired"].sum() >= 2 and not sig[sig["annotator"] != "sim-rubber"]["excluded"].any()
+    )
+    excl = _frame(at, "decided_by")[0]
+    assert excl.to_dict("records")[0]["annotator"] == "sim-rubber"
+    assert excl.loc[0, "decided_by"] == "test" and excl.loc[0, "decided_at"]
+    assert excl.loc[0, "override_low"] == pytest.approx(
+        rubber.set_index("signal").loc["override_low", "value"]
+    )
+    quad = _frame(at, "vlm_kappa_point")[0]
+    assert "sim-rubber (excluded)" in set(quad["annotator"])
+    assert not any("sim-rubber" in e.value for e in at.error)  # no longer "flagged, act"
+
+
+def test_agreement_page_leaves_the_excluded_out_by_default_but_offers_them(demo_ws, run_app):
+    at = run_app(demo_ws, page="agreement")
+    assert not at.exception, at.exception
+    pick = at.multiselect(key="agr-annotators")
+    assert "sim-rubber" in pick.options or "sim-rubber (excluded)" in pick.options
+    assert "sim-rubber" not in pick.value
+    assert any("Excluded: sim-rubber (planted rubber stamp)" in c.value for c in at.caption)
+    assert "sim-rubber" not in set(_frame(at, "annotator_b")[0]["annotator_a"])
+    pick.set_value([*pick.value, "sim-rubber"]).run()
+    assert not at.exception, at.exception
+    assert "sim-rubber" in set(_frame(at, "annotator_b")[0]["annotator_a"])

@@ -1,5 +1,6 @@
 """Agreement: per field the coefficients with CIs (forest plot), each annotator vs the
-majority of the others, rater confusion by taxonomy group; filters by field, stratum, arm.
+majority of the others, an annotator x annotator agreement matrix, rater confusion by
+taxonomy group; filters by field, stratum, arm and annotator.
 
 Numbers come from ``truthline.stats`` through the same calls as ``truthline stats``
 (``ratings_from_store`` -> ``agreement`` / ``leave_one_out`` / ``disagreement_structure``).
@@ -22,6 +23,7 @@ from truthline.dashboards._registry import page
 
 DEFAULT_COEFS = ["alpha", "ac1", "pairwise"]
 ARMS = {"all arms": None, "blind": "blind", "anchored": "anchored"}
+MEASURES = {"kappa": "Cohen's kappa", "agreement": "raw agreement"}
 
 
 def _fields(ctx: Context) -> list[str]:
@@ -62,11 +64,55 @@ def _item_meta(ctx: Context) -> dict[str, dict[str, Any]]:
     return {r["key"]: dict(r["meta"] or {}) for r in ctx.store.items(ctx.name)}
 
 
-def _ratings(ctx: Context, field: str, arm: str | None, stratum: tuple[str, str] | None):
-    """Units x annotators for one field, restricted to the items of one stratum value."""
+def _annotators(ctx: Context) -> tuple[list[str], dict[str, str]]:
+    """Tier-1 annotators of the project, and the excluded ones with their reason."""
+    from sqlalchemy import select
+
+    from truthline.store import tables as t
+
+    a, x = t.annotations, t.exclusions
+    with ctx.store.begin() as conn:
+        names = sorted(
+            r[0]
+            for r in conn.execute(
+                select(a.c.annotator)
+                .where(a.c.project == ctx.name, a.c.tier == 1, a.c.deleted_at.is_(None))
+                .distinct()
+            )
+        )
+        excluded = {
+            r[0]: r[1]
+            for r in conn.execute(
+                select(x.c.annotator, x.c.reason)
+                .where(x.c.project == ctx.name, x.c.active.is_(True))
+                .order_by(x.c.decided_at)
+            )
+        }
+    return names, excluded
+
+
+def _ratings(
+    ctx: Context,
+    field: str,
+    arm: str | None,
+    stratum: tuple[str, str] | None,
+    annotators: tuple[str, ...] | None = None,
+):
+    """Units x annotators for one field, restricted to the items of one stratum value and
+    (``annotators``) to some annotators; units no chosen annotator rated are dropped."""
     from truthline.stats import AgreementError, ratings_from_store
 
     r, ft = ratings_from_store(ctx.store, ctx.project, field, arm=arm, tier=1)
+    if annotators is not None:
+        cols = [j for j, a in enumerate(r.raters) if str(a) in annotators]
+        if len(cols) < 2:
+            raise AgreementError(f"{field}: fewer than two of the chosen annotators rated it")
+        r = r.subset(raters=cols)
+        rated = np.flatnonzero(r.present.any(axis=1))
+        parents = r.meta.get("parents")
+        r = r.subset(units=rated)
+        if parents:
+            r.meta["parents"] = [parents[i] for i in rated]
     parents = r.meta.get("parents")
     if stratum:
         col, val = stratum
@@ -90,13 +136,14 @@ def field_agreement(
     arm: str | None,
     stratum: tuple[str, str] | None,
     coefs: tuple[str, ...],
+    annotators: tuple[str, ...] | None = None,
 ) -> dict[str, Any]:
     """Coefficients, rater-vs-majority and group confusion for one field (plain data)."""
     from truthline.stats import AgreementError, agreement, disagreement_structure, leave_one_out
 
     cfg = ctx.project.audit
     try:
-        r, ft, clusters = _ratings(ctx, field, arm, stratum)
+        r, ft, clusters = _ratings(ctx, field, arm, stratum, annotators)
         res = agreement(
             r,
             list(coefs),
@@ -130,6 +177,76 @@ def field_agreement(
     return out
 
 
+def pairwise_matrix(
+    ctx: Context,
+    fields: tuple[str, ...],
+    arm: str | None,
+    stratum: tuple[str, str] | None,
+    annotators: tuple[str, ...] | None,
+) -> list[dict[str, Any]]:
+    """Every ordered annotator pair: ``n`` ratings on shared units (pooled over ``fields``),
+    raw agreement and Cohen's kappa (``truthline.stats.cohen_kappa``) on field-qualified
+    values, so two fields' labels never count as agreeing."""
+    from truthline.stats import AgreementError, cohen_kappa
+
+    per_rater: dict[str, dict[tuple[str, Any], str]] = {}
+    for f in fields:
+        try:
+            r, _, _ = _ratings(ctx, f, arm, stratum, annotators)
+        except AgreementError:
+            continue
+        for j, rater in enumerate(map(str, r.raters)):
+            got = per_rater.setdefault(rater, {})
+            for u in np.flatnonzero(r.codes[:, j] >= 0):
+                got[(f, r.units[u])] = f"{f}={r.values[r.codes[u, j]]!r}"
+    names = sorted(per_rater)
+    rows: list[dict[str, Any]] = []
+    for a in names:
+        for b in names:
+            shared = sorted(set(per_rater[a]) & set(per_rater[b]), key=str)
+            x = [per_rater[a][k] for k in shared]
+            y = [per_rater[b][k] for k in shared]
+            kappa = float("nan")
+            if len(shared) >= 2 and len(set(x) | set(y)) > 1:
+                kappa = cohen_kappa(x, y)
+            rows.append(
+                {
+                    "annotator_a": a,
+                    "annotator_b": b,
+                    "n": len(shared),
+                    "agreement": (sum(p == q for p, q in zip(x, y, strict=True)) / len(shared))
+                    if shared
+                    else float("nan"),
+                    "kappa": kappa,
+                }
+            )
+    return rows
+
+
+def _section_matrix(rows: list[dict[str, Any]], measure: str) -> None:
+    st.header("Annotator x annotator agreement")
+    df = pd.DataFrame(rows)
+    fig = None
+    if not df.empty:
+        names = sorted(set(df["annotator_a"]))
+        cell = df.set_index(["annotator_a", "annotator_b"])
+        z = [[round(float(cell.loc[(a, b), measure]), 3) for b in names] for a in names]
+        n = [[int(cell.loc[(a, b), "n"]) for b in names] for a in names]
+        fig = heatmap(z, names, names)
+        fig.update_traces(
+            customdata=n,
+            texttemplate="%{z}<br>n=%{customdata}",
+            hovertemplate="%{y} vs %{x}: %{z} (n=%{customdata})<extra></extra>",
+        )
+    chart(
+        fig,
+        df,
+        "Pairwise agreement between annotators",
+        caption=f"{MEASURES[measure].capitalize()} on the units both rated, pooled over the "
+        "selected fields (n: shared ratings). Point estimates: small n, wide uncertainty.",
+    )
+
+
 @page("Agreement", order=20, icon=":material/groups:")
 def agreement_page(ctx: Context) -> None:
     from truthline.stats import registered_coefficients
@@ -161,18 +278,35 @@ def agreement_page(ctx: Context) -> None:
     coefs = st.multiselect(
         "Coefficients", list(registered_coefficients()), default=DEFAULT_COEFS, key="agr-coefs"
     )
+    names, excluded = cached(ctx, "dashboards.agreement.annotators", lambda: _annotators(ctx))
+    picked = st.multiselect(
+        "Annotators",
+        names,
+        default=[a for a in names if a not in excluded],
+        format_func=lambda a: f"{a} (excluded)" if a in excluded else a,
+        key="agr-annotators",
+        help="The figures on this page use these annotators' ratings only. Excluded "
+        "annotators are left out by default (as in gold and the audit's team figures); "
+        "add them to see their agreement.",
+    )
+    if excluded:
+        st.caption("Excluded: " + "; ".join(f"{a} ({why})" for a, why in sorted(excluded.items())))
+    if len(picked) < 2:
+        st.info("Pick at least two annotators: agreement needs a pair.")
+        return
+    annotators = None if sorted(picked) == names else tuple(sorted(picked))
     arm = ARMS[arm_label]
     results: list[dict[str, Any]] = []
     with st.spinner("Computing agreement with bootstrap CIs ..."):
         for f in chosen:
-            key = (f, arm, stratum, tuple(coefs))
+            key = (f, arm, stratum, tuple(coefs), annotators)
             results.append(
                 cached(ctx, "truthline.stats.agreement", partial(field_agreement, ctx, *key), *key)
             )
     cfg = ctx.project.audit
     st.caption(
-        f"{arm_label}, {strat_label}; percentile bootstrap, {cfg.resamples} resamples "
-        f"(clustered by item parent), seed {cfg.seed}"
+        f"{arm_label}, {strat_label}, {len(picked)} of {len(names)} annotators; percentile "
+        f"bootstrap, {cfg.resamples} resamples (clustered by item parent), seed {cfg.seed}"
     )
     for r in results:
         if "error" in r:
@@ -200,6 +334,23 @@ def agreement_page(ctx: Context) -> None:
         else None,
         loo,
         "Rater vs majority (ties excluded)",
+    )
+    measure = st.radio(
+        "Matrix shows",
+        ["kappa", "agreement"],
+        format_func=MEASURES.__getitem__,
+        horizontal=True,
+        key="agr-matrix-measure",
+    )
+    mkey = (tuple(chosen), arm, stratum, annotators)
+    _section_matrix(
+        cached(
+            ctx,
+            "dashboards.agreement.pairwise_matrix",
+            partial(pairwise_matrix, ctx, *mkey),
+            *mkey,
+        ),
+        str(measure),
     )
     st.header("Disagreement by taxonomy group")
     structured = [r for r in results if r.get("structure")]
