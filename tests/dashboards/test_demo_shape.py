@@ -13,8 +13,12 @@ import sys
 import pytest
 from sqlalchemy import select, update
 
-from truthline.audit import exclude_annotator, run_audit
-from truthline.audit._audit import default_gradient_model, prediction_versions
+from truthline.audit import (
+    default_gradient_model,
+    exclude_annotator,
+    prediction_versions,
+    run_audit,
+)
 from truthline.simulate import build_simulated_loop, simulated_answer
 from truthline.simulate._loop import PREFILL
 from truthline.store import now, tables

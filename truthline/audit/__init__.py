@@ -6,7 +6,12 @@ Public API: ``run_audit`` -> ``AuditResult`` (``.as_dict()`` for the CLI and das
 ``to_markdown`` / ``to_html``.
 """
 
-from truthline.audit._audit import AuditResult, run_audit
+from truthline.audit._audit import (
+    AuditResult,
+    default_gradient_model,
+    prediction_versions,
+    run_audit,
+)
 from truthline.audit._data import AuditData, flatten, load
 from truthline.audit._gold import PROVENANCES, SLICES, GoldPolicy, GoldResult, in_slice, load_gold
 from truthline.audit._import import ImportReport, ImportTableError, import_table
@@ -34,6 +39,7 @@ __all__ = [
     "ImportTableError",
     "Plan",
     "QueueItem",
+    "default_gradient_model",
     "exclude_annotator",
     "exclusions",
     "finalize",
@@ -43,6 +49,7 @@ __all__ = [
     "load",
     "load_gold",
     "plan_sample_size",
+    "prediction_versions",
     "queue_rows",
     "review_queue",
     "run_audit",

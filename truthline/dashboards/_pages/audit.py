@@ -49,7 +49,7 @@ def _with_gradient_choice(ctx: Context, res: dict[str, Any]) -> dict[str, Any]:
     """Offer every stored prediction version for the provenance gradient; the preselected one
     is the default ``run_audit`` chose (``default_gradient_model``), so the page and the CLI
     show the same number until someone picks another."""
-    from truthline.audit._audit import prediction_versions
+    from truthline.audit import prediction_versions
 
     versions = cached(
         ctx,
