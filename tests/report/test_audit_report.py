@@ -84,3 +84,13 @@ def test_audit_report_explains_bias_vs_inflation(audit):
     assert "## How to read this" in md and CONTRAST in md
     assert "anchoring bias vs gold-slice inflation" in html
     assert md.index("## Anchoring bias") < md.index("## Provenance gradient")
+
+
+def test_excluded_annotator_marked_in_exclusion_signals(audit):
+    import copy
+
+    r = copy.deepcopy(audit)
+    a = next(iter(r["signals"]))
+    r["signals"][a]["excluded"] = True
+    row = next(x for x in to_markdown(r).splitlines() if x.startswith(f"| {a} |") and "team [" in x)
+    assert row.rstrip(" |").endswith("**excluded**") or "**excluded**, **flagged**" in row

@@ -196,7 +196,9 @@ def _signals(r: dict[str, Any]) -> Section:
                     f"{'**FIRED** ' if x['fired'] else ''}{x['value']:.3f} vs team "
                     f"[{lo:.3f}, {hi:.3f}] (threshold {x['threshold']:.3f})"
                 )
-        cells.append("**flagged**" if sg["flagged"] else "")
+        status = ["**excluded**"] if sg.get("excluded") else []
+        status += ["**flagged**"] if sg["flagged"] else []
+        cells.append(", ".join(status))
         rows.append(cells)
         ns.append(annotations.get(a))
     return Section(
