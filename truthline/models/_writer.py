@@ -7,7 +7,8 @@ each row's future. So "committed as it arrives" still holds in the sense that ma
 the runner reports an answer (result, ``on_result``, progress) only after its commit,
 and the wait is at most one group commit plus ``linger_s``. A group is whatever arrived
 during the previous commit or within ``linger_s`` (25 ms) of the group's first row (at
-most ``max_group`` rows): a transaction costs more than its rows, so answers
+most ``max_group`` rows; the thread sleeps ``linger_s`` once per group rather than waking
+for every row): a transaction costs more than its rows, so answers
 arriving a few milliseconds apart share one; a crash can lose at most that window's
 answers (not yet reported, so a rerun asks them again).
 
@@ -139,10 +140,13 @@ class ResponseWriter:
             if first is _STOP:
                 return
             group: list[_Pending] = [first]
-            until = time.monotonic() + self.linger_s
+            if self.max_group > 1 and self.linger_s > 0:
+                # one sleep, then take what queued up: a blocking get per row woke this
+                # thread (and took the GIL from the event loop) once per answer
+                time.sleep(self.linger_s)
             while len(group) < self.max_group:
                 try:
-                    nxt = self._queue.get(timeout=max(0.0, until - time.monotonic()))
+                    nxt = self._queue.get_nowait()
                 except queue.Empty:
                     break
                 if nxt is _STOP:
