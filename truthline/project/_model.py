@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -9,6 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from truthline._names import MAX_NAME, PROJECT_NAME
 from truthline.fields import FieldSpec, FieldType
+
+_INDEX = re.compile(r"\[[^\]]*\]")  # entity indices in a decision path: workers[P1]
 
 
 class _Strict(BaseModel):
@@ -150,9 +153,7 @@ class Project(_Strict):
 
     def field(self, path: str) -> FieldType:
         """A field by path; entity-list subfields as ``workers.action`` (indices ignored)."""
-        import re
-
-        clean = re.sub(r"\[[^\]]*\]", "", path)
+        clean = _INDEX.sub("", path) if "[" in path else path
         head, _, rest = clean.partition(".")
         if head not in self._types:
             raise KeyError(f"project {self.name!r} has no field {path!r}")
