@@ -42,7 +42,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "dashboard": (
         "truthline.dashboards._cli",
         "dashboard",
-        "Start the dashboards on http://127.0.0.1:PORT and serve until Ctrl-C.",
+        "Start the dashboards on http://HOST:PORT (127.0.0.1 by default) and serve until Ctrl-C.",
     ),
     "demo": (
         "truthline.demo._cli",
