@@ -139,6 +139,12 @@ def serve(
         or state.get("media_server") != MEDIA_SERVER_VERSION
     ):
         _stop_pid(mpid)
+        # a multithreaded server's main thread can be a zombie while its other threads still
+        # hold the listening socket: wait for the old port itself to come free
+        old_port = int(state.get("media_port") or 0)
+        t0 = time.monotonic()
+        while old_port and port_in_use(old_port) and time.monotonic() - t0 < 5:
+            time.sleep(0.05)
         media_running = False
     if not media_running:
         if port_in_use(media_port):
