@@ -40,7 +40,7 @@ class ClipSpec:
 def _degrade(img: np.ndarray, vis: str, rng: np.random.Generator) -> np.ndarray:
     import cv2
 
-    out = img.astype(np.float32)
+    out: np.ndarray = img.astype(np.float32)
     if vis == "dust":
         out = out * 0.6 + 90 + rng.normal(0, 12, out.shape)
     elif vis == "glare":

@@ -78,7 +78,7 @@ def leave_one_out(
         base = has & enough
         use = base & unique
         hits = (own[use] == maj[use]).astype(float)
-        cl = None if clusters is None else [clusters[i] for i in np.flatnonzero(use)]
+        cl = None if clusters is None else [clusters[int(i)] for i in np.flatnonzero(use)]
         ci = mean_ci(hits, resamples=resamples, seed=seed, clusters=cl)
         out.append(RaterVsMajority(rater, int(use.sum()), int((base & ~unique).sum()), ci))
     return out
