@@ -100,11 +100,11 @@ def add_items(ws: Workspace, project: str, n: int, seed: int = 0) -> list[tuple[
     return out
 
 
-@pytest.fixture
-def bench_ws(tmp_path: Path):
+def make_bench_ws(root: Path) -> tuple[Any, Any, list, Any]:
     """Workspace with steel-safety, 16 simulated items; first half blind, second anchored;
-    gold = known truth with provenance by arm (anchored items alternate kept/corrected)."""
-    ws = Workspace.from_env(tmp_path / "ws")
+    gold = known truth with provenance by arm (anchored items alternate kept/corrected).
+    Returns (workspace, project, items, gold snapshot)."""
+    ws = Workspace.from_env(root)
     project = ws.init_project("steel-safety")
     items = add_items(ws, project.name, 16)
     per_item, arms = {}, {}
@@ -118,5 +118,12 @@ def bench_ws(tmp_path: Path):
         per_item[iid] = gold_rows(truth, prov)
         arms[iid] = arm
     snap = write_gold(ws.store, project.name, per_item, arms)
+    return ws, project, items, snap
+
+
+@pytest.fixture
+def bench_ws(tmp_path: Path):
+    """``make_bench_ws`` in a fresh folder."""
+    ws, project, items, snap = make_bench_ws(tmp_path / "ws")
     yield ws, project, items, snap
     ws.store.close()

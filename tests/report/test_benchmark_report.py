@@ -9,12 +9,11 @@ import re
 
 import pytest
 
-from tests.benchmark.conftest import add_items, gold_rows, write_gold
+from tests.benchmark.conftest import make_bench_ws
 from tests.benchmark.test_across_run import MODELS, RULES
 from truthline.benchmark import RunConfig, run_benchmark, write_report
 from truthline.benchmark._report import _BOARD_METRICS
 from truthline.report import CONTRAST, GLOSSARY
-from truthline.workspace import Workspace
 
 from .pages import html_numbers, md_numbers, page
 
@@ -24,20 +23,7 @@ def reports(tmp_path_factory):
     """16 SIMULATED steel items (half blind, half anchored gold), three simulated models
     and two rules, reported as .md and .html."""
     tmp = tmp_path_factory.mktemp("bench")
-    ws = Workspace.from_env(tmp / "ws")
-    project = ws.init_project("steel-safety")
-    items = add_items(ws, project.name, 16)
-    per_item, arms = {}, {}
-    for k, (iid, truth) in enumerate(items):
-        arm = "blind" if k < 8 else "anchored"
-        prov = (
-            "blind_consensus"
-            if arm == "blind"
-            else ("anchored_kept" if k % 2 else "anchored_corrected")
-        )
-        per_item[iid] = gold_rows(truth, prov)
-        arms[iid] = arm
-    write_gold(ws.store, project.name, per_item, arms)
+    ws, project, _items, _snap = make_bench_ws(tmp / "ws")
     (project.root / "rules.py").write_text(RULES)
     rid = run_benchmark(ws.store, project, RunConfig(models=MODELS), progress=False)["run_id"]
     out = {}

@@ -138,13 +138,7 @@ def serve(
         or state.get("media_origins") != origins
         or state.get("media_server") != MEDIA_SERVER_VERSION
     ):
-        _stop_pid(mpid)
-        # a multithreaded server's main thread can be a zombie while its other threads still
-        # hold the listening socket: wait for the old port itself to come free
-        old_port = int(state.get("media_port") or 0)
-        t0 = time.monotonic()
-        while old_port and port_in_use(old_port) and time.monotonic() - t0 < 5:
-            time.sleep(0.05)
+        _stop_pid(mpid, port=int(state.get("media_port") or 0))
         media_running = False
     if not media_running:
         if port_in_use(media_port):
@@ -192,7 +186,10 @@ def serve(
     return state | {"started": started, "admin": creds.email, "credentials_file": str(cpath)}
 
 
-def _stop_pid(pid: int) -> None:
+def _stop_pid(pid: int, port: int = 0) -> None:
+    """SIGTERM ``pid`` and wait (5 s at most) until it is gone and, given its ``port``, until
+    that port is free: a multithreaded server's main thread can be a zombie while its other
+    threads still hold the listening socket."""
     import signal
 
     try:
@@ -200,8 +197,8 @@ def _stop_pid(pid: int) -> None:
     except ProcessLookupError:
         return
     t0 = time.monotonic()
-    while _pid_alive(pid) and time.monotonic() - t0 < 5:
-        time.sleep(0.1)
+    while (_pid_alive(pid) or (port and port_in_use(port))) and time.monotonic() - t0 < 5:
+        time.sleep(0.05)
 
 
 def stop(ws: Any) -> dict[str, bool]:
@@ -210,7 +207,7 @@ def stop(ws: Any) -> dict[str, bool]:
     stopped = server.stop()
     media = False
     if state.get("media_pid") and _pid_alive(int(state["media_pid"])):
-        _stop_pid(int(state["media_pid"]))
+        _stop_pid(int(state["media_pid"]), port=int(state.get("media_port") or 0))
         media = True
     return {"label_studio": stopped, "media_server": media}
 

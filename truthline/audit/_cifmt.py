@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from truthline.stats import design_words
+
 
 def is_ci(obj: Any) -> bool:
     return isinstance(obj, dict) and "point" in obj and "low" in obj and "high" in obj
@@ -20,15 +22,7 @@ def design_label(ci: dict[str, Any] | None) -> str:
     """``"4 clusters in 2 strata"``; ``""`` for an interval over independent items."""
     if not ci:
         return ""
-    cl, st = ci.get("clusters"), ci.get("strata")
-    parts = []
-    if cl is not None:
-        parts.append(f"{cl} cluster{'s' if cl != 1 else ''}")
-    elif st is not None:
-        parts.append(f"{ci.get('n', 0)} units")
-    if st is not None:
-        parts.append(f"in {st} strat{'a' if st != 1 else 'um'}")
-    return " ".join(parts)
+    return design_words(ci.get("clusters"), ci.get("strata"), ci.get("n", 0))
 
 
 def with_design(text: str, ci: dict[str, Any] | None) -> str:

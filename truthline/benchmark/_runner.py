@@ -239,6 +239,7 @@ def run_benchmark(
         )
         prompt_hashes = sorted({json_hash([r.system, r.user]) for r in reqs})
 
+        entry_key = f"{alias}|{variant}|{cfg.condition}|{cfg.control}"
         persist = _ResultWriter(run_id, alias, variant, cfg, project, by_id, targets)
         try:
             results = run_requests(
@@ -254,12 +255,10 @@ def run_benchmark(
             )
         except EndpointFailingError:  # the endpoint kept failing: close the run as partial
             manifest["entries"].setdefault(
-                f"{alias}|{variant}|{cfg.condition}|{cfg.control}",
-                _entry(alias, spec, variant, cfg, prompt_hashes),
+                entry_key, _entry(alias, spec, variant, cfg, prompt_hashes)
             )["not_run"] = len(reqs)
             _close_run(store, run_id, manifest)
             raise
-        entry_key = f"{alias}|{variant}|{cfg.condition}|{cfg.control}"
         entry = manifest["entries"].get(entry_key) or _entry(alias, spec, variant, cfg, [])
         entry["prompt_hashes"] = sorted(set(entry["prompt_hashes"]) | set(prompt_hashes))
         entry["settings"] = reqs[0].settings if reqs else entry.get("settings")

@@ -61,14 +61,7 @@ class CI:
 
     def design(self) -> str:
         """The resampling design in words, e.g. "4 clusters in 2 strata" ("" for plain items)."""
-        parts = []
-        if self.clusters is not None:
-            parts.append(f"{self.clusters} cluster{'s' if self.clusters != 1 else ''}")
-        elif self.strata is not None:
-            parts.append(f"{self.n} units")
-        if self.strata is not None:
-            parts.append(f"in {self.strata} strat{'a' if self.strata != 1 else 'um'}")
-        return " ".join(parts)
+        return design_words(self.clusters, self.strata, self.n)
 
     def __str__(self) -> str:
         body = (
@@ -80,6 +73,19 @@ class CI:
         if self.warning:
             return f"{body} ({design}: {self.warning})" if design else f"{body} ({self.warning})"
         return f"{body} ({design})" if design else body
+
+
+def design_words(clusters: int | None, strata: int | None, n: int = 0) -> str:
+    """A resampling design in words: "4 clusters in 2 strata", "28 units in 2 strata", or ""
+    for independent items (one wording for CIs, reports and dashboards)."""
+    parts = []
+    if clusters is not None:
+        parts.append(f"{clusters} cluster{'s' if clusters != 1 else ''}")
+    elif strata is not None:
+        parts.append(f"{n} units")
+    if strata is not None:
+        parts.append(f"in {strata} strat{'a' if strata != 1 else 'um'}")
+    return " ".join(parts)
 
 
 def _group_codes(labels: Sequence[Any]) -> tuple[np.ndarray, int]:
