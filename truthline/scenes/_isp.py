@@ -1,0 +1,308 @@
+"""Camera and image-signal-processing (ISP) post effects as pure functions on arrays.
+
+Renders come out of the worker as linear RGB (float32, [0, inf)); everything a camera does
+after the lens lives here so one render yields several variants (raw, noisy, night vision,
+shaken, defocused) without another Blender call. No function keeps state; randomness only
+comes from the ``rng`` a caller passes, so a variant is reproducible from its seed.
+
+The night-vision pipeline follows SynDORBench A.1.5 (gain control, colour normalisation,
+denoising, CLAHE, tone mapping) with OpenCV's non-local means in place of BM3D (no
+maintained BM3D wheel), as measured in shared/SCENES.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import cv2
+import numpy as np
+
+__all__ = [
+    "auto_gain",
+    "auto_gain_factor",
+    "camera_raw",
+    "clahe_l",
+    "defocus_psf",
+    "denoise",
+    "gray_world",
+    "gray_world_gains",
+    "night_vision",
+    "sensor_noise",
+    "shake_psf",
+    "srgb_decode",
+    "srgb_encode",
+    "to_u8",
+    "tone_curve",
+    "white_balance",
+]
+
+ToneKind = Literal["s", "agx_like", "reinhard", "linear"]
+
+# Rec. 709 / sRGB luminance weights (linear RGB).
+_LUMA = np.array([0.2126, 0.7152, 0.0722], dtype=np.float32)
+
+
+def _f32(img: np.ndarray) -> np.ndarray:
+    return np.asarray(img, dtype=np.float32)
+
+
+def sensor_noise(
+    img_linear: np.ndarray,
+    rng: np.random.Generator,
+    *,
+    full_well: float = 20000.0,
+    read_noise_e: float = 3.0,
+    bits: int = 12,
+    gain: float = 1.0,
+) -> np.ndarray:
+    """Shot (Poisson) + read (Gaussian) noise, analogue gain and ADC quantisation.
+
+    Linear 1.0 is a full well of electrons; ``gain`` amplifies signal and noise alike
+    before the ADC, which clips to [0, 1] in ``2**bits`` levels. The result is linear RGB
+    float32 in [0, 1], the digital numbers a sensor would read out.
+    """
+    x = np.clip(_f32(img_linear), 0.0, None)
+    electrons = rng.poisson(x.astype(np.float64) * full_well).astype(np.float64)
+    electrons += rng.normal(0.0, read_noise_e, size=x.shape)
+    levels = float(2**bits - 1)
+    dn = np.rint(np.clip(electrons / full_well * gain, 0.0, 1.0) * levels)
+    return (dn / levels).astype(np.float32)
+
+
+def white_balance(img: np.ndarray, gains: tuple[float, float, float] | np.ndarray) -> np.ndarray:
+    """Per-channel gains on an RGB image (last axis)."""
+    g = np.asarray(gains, dtype=np.float32).reshape(1, 1, 3)
+    return _f32(img) * g
+
+
+def gray_world_gains(img: np.ndarray) -> tuple[float, float, float]:
+    """Buchsbaum's grey-world gains: scale each channel mean to the mean of the three."""
+    means = _f32(img).reshape(-1, 3).mean(axis=0).astype(np.float64)
+    if np.any(means <= 0):
+        return (1.0, 1.0, 1.0)
+    target = float(means.mean())
+    return (target / means[0], target / means[1], target / means[2])
+
+
+def gray_world(img: np.ndarray) -> np.ndarray:
+    """Grey-world white balance (idempotent: balanced means stay balanced)."""
+    return white_balance(img, gray_world_gains(img))
+
+
+def auto_gain_factor(img: np.ndarray, percentile: float = 99.5, target: float = 0.85) -> float:
+    """Gain that puts the ``percentile`` of luminance at ``target`` (1.0 for a black frame)."""
+    lum = _f32(img) @ _LUMA if _f32(img).ndim == 3 else _f32(img)
+    p = float(np.percentile(lum, percentile))
+    return target / p if p > 0 else 1.0
+
+
+def auto_gain(img: np.ndarray, percentile: float = 99.5, target: float = 0.85) -> np.ndarray:
+    """Automatic gain control: linear scaling to a luminance percentile target."""
+    return _f32(img) * np.float32(auto_gain_factor(img, percentile, target))
+
+
+def srgb_encode(img_linear: np.ndarray) -> np.ndarray:
+    """IEC 61966-2-1 transfer function, linear [0, 1] -> display [0, 1] (clipped)."""
+    x = np.clip(_f32(img_linear), 0.0, 1.0)
+    return np.where(x <= 0.0031308, 12.92 * x, 1.055 * np.power(x, 1 / 2.4) - 0.055).astype(
+        np.float32
+    )
+
+
+def srgb_decode(img_srgb: np.ndarray) -> np.ndarray:
+    """Inverse of :func:`srgb_encode`, display [0, 1] -> linear [0, 1]."""
+    x = np.clip(_f32(img_srgb), 0.0, 1.0)
+    return np.where(x <= 0.04045, x / 12.92, np.power((x + 0.055) / 1.055, 2.4)).astype(np.float32)
+
+
+def to_u8(img01: np.ndarray) -> np.ndarray:
+    """Display [0, 1] float -> uint8 with rounding."""
+    return np.rint(np.clip(_f32(img01), 0.0, 1.0) * 255.0).astype(np.uint8)
+
+
+def denoise(img_srgb_u8: np.ndarray, strength: float = 10.0) -> np.ndarray:
+    """OpenCV non-local means on an sRGB uint8 image (``strength`` = h; 0 = unchanged)."""
+    img = np.ascontiguousarray(img_srgb_u8, dtype=np.uint8)
+    if strength <= 0:
+        return img.copy()
+    return cv2.fastNlMeansDenoisingColored(img, None, float(strength), float(strength), 7, 21)
+
+
+def clahe_l(img_srgb_u8: np.ndarray, clip: float = 2.0, tiles: int = 8) -> np.ndarray:
+    """CLAHE on the L* channel of CIE Lab only, so hue and chroma stay put."""
+    img = np.ascontiguousarray(img_srgb_u8, dtype=np.uint8)
+    lab = cv2.cvtColor(img, cv2.COLOR_RGB2LAB)
+    clahe = cv2.createCLAHE(clipLimit=float(clip), tileGridSize=(int(tiles), int(tiles)))
+    lab[..., 0] = clahe.apply(lab[..., 0])
+    return cv2.cvtColor(lab, cv2.COLOR_LAB2RGB)
+
+
+def _tone(x: np.ndarray, kind: str, strength: float) -> np.ndarray:
+    if kind == "linear":
+        return x
+    if kind == "s":
+        # blend towards smoothstep: monotone for strength in [0, 1]
+        s = x * x * (3.0 - 2.0 * x)
+        return (1.0 - strength) * x + strength * s
+    if kind == "reinhard":
+        # Reinhard et al. 2002 global operator x/(1+x) on k-scaled input, rescaled so 1 -> 1
+        k = 1.0 + 4.0 * strength
+        return x * (1.0 + k) / (x * k + 1.0)
+    if kind == "agx_like":
+        # logistic in log2 exposure, normalised to map [0, 1] onto [0, 1]
+        c = 4.0 + 8.0 * strength
+        ev = np.log2(np.maximum(x, 1e-6))
+        f = 1.0 / (1.0 + np.exp(-(ev + 2.47) * c / 6.0))
+        lo = 1.0 / (1.0 + np.exp(-(np.log2(1e-6) + 2.47) * c / 6.0))
+        hi = 1.0 / (1.0 + np.exp(-(2.47) * c / 6.0))
+        return (f - lo) / (hi - lo)
+    raise ValueError(f"tone_curve: unknown kind {kind!r} (use s, agx_like, reinhard, linear)")
+
+
+def tone_curve(img: np.ndarray, kind: ToneKind | str = "s", strength: float = 0.5) -> np.ndarray:
+    """A monotone global tone curve on display values; uint8 in -> uint8 out via a LUT."""
+    if np.asarray(img).dtype == np.uint8:
+        lut = to_u8(_tone(np.linspace(0.0, 1.0, 256, dtype=np.float64), kind, strength))
+        return cv2.LUT(np.ascontiguousarray(img), lut)
+    x = np.clip(_f32(img), 0.0, 1.0).astype(np.float64)
+    return np.clip(_tone(x, kind, strength), 0.0, 1.0).astype(np.float32)
+
+
+def _convolve(img: np.ndarray, kernel: np.ndarray) -> np.ndarray:
+    src = np.asarray(img)
+    out = cv2.filter2D(
+        src.astype(np.float32), -1, kernel.astype(np.float32), borderType=cv2.BORDER_CONSTANT
+    )
+    if src.dtype == np.uint8:
+        return np.rint(np.clip(out, 0, 255)).astype(np.uint8)
+    return out
+
+
+def shake_kernel(length_px: float, angle_deg: float, oversample: int = 16) -> np.ndarray:
+    """Linear motion-blur PSF of ``length_px`` at ``angle_deg`` (sums to 1, anti-aliased)."""
+    if length_px <= 1.0:
+        return np.ones((1, 1), dtype=np.float32)
+    half = int(np.ceil(length_px / 2.0)) + 1
+    size = 2 * half + 1
+    k = np.zeros((size, size), dtype=np.float64)
+    n = max(2, int(np.ceil(length_px * oversample)))
+    t = np.linspace(-length_px / 2.0, length_px / 2.0, n)
+    a = np.deg2rad(angle_deg)
+    xs, ys = half + t * np.cos(a), half - t * np.sin(a)
+    x0, y0 = np.floor(xs).astype(int), np.floor(ys).astype(int)
+    fx, fy = xs - x0, ys - y0
+    for dx, dy, w in (
+        (0, 0, (1 - fx) * (1 - fy)),
+        (1, 0, fx * (1 - fy)),
+        (0, 1, (1 - fx) * fy),
+        (1, 1, fx * fy),
+    ):
+        np.add.at(k, (y0 + dy, x0 + dx), w)
+    return (k / k.sum()).astype(np.float32)
+
+
+def defocus_kernel(radius_px: float, oversample: int = 8) -> np.ndarray:
+    """Uniform disc PSF (thin-lens circle of confusion) with supersampled edges, sum 1."""
+    if radius_px <= 0.5:
+        return np.ones((1, 1), dtype=np.float32)
+    half = int(np.ceil(radius_px)) + 1
+    sub = (np.arange(oversample) + 0.5) / oversample - 0.5
+    grid = np.arange(-half, half + 1, dtype=np.float64)
+    xx = (grid[:, None] + sub[None, :]).ravel()
+    inside = (xx[:, None] ** 2 + xx[None, :] ** 2) <= radius_px**2
+    n = grid.size
+    k = inside.reshape(n, oversample, n, oversample).mean(axis=(1, 3))
+    return (k / k.sum()).astype(np.float32)
+
+
+def shake_psf(img: np.ndarray, length_px: float, angle_deg: float = 0.0) -> np.ndarray:
+    """Camera-shake blur by convolution with a line PSF (energy-preserving)."""
+    return _convolve(img, shake_kernel(length_px, angle_deg))
+
+
+def defocus_psf(img: np.ndarray, radius_px: float) -> np.ndarray:
+    """Defocus blur by convolution with a disc PSF (energy-preserving)."""
+    return _convolve(img, defocus_kernel(radius_px))
+
+
+def camera_raw(
+    img_linear: np.ndarray,
+    rng: np.random.Generator | None = None,
+    *,
+    noise: bool = True,
+    full_well: float = 20000.0,
+    read_noise_e: float = 3.0,
+    bits: int = 12,
+    gain: float = 1.0,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """The un-enhanced camera output (SynDORBench's "night" variant): noise, sRGB, 8 bit."""
+    x = _f32(img_linear)
+    applied: dict[str, Any] = {"pipeline": "camera_raw", "noise": bool(noise)}
+    if noise:
+        if rng is None:
+            raise ValueError("camera_raw: noise=True needs an rng")
+        x = sensor_noise(
+            x, rng, full_well=full_well, read_noise_e=read_noise_e, bits=bits, gain=gain
+        )
+        applied.update(full_well=full_well, read_noise_e=read_noise_e, bits=bits, gain=gain)
+    return to_u8(srgb_encode(x)), applied
+
+
+def night_vision(
+    img_linear: np.ndarray,
+    rng: np.random.Generator | None = None,
+    *,
+    noise: bool = True,
+    full_well: float = 20000.0,
+    read_noise_e: float = 3.0,
+    bits: int = 12,
+    sensor_gain: float = 1.0,
+    percentile: float = 99.5,
+    target: float = 0.85,
+    max_gain: float = 4096.0,
+    denoise_strength: float = 10.0,
+    clahe_clip: float = 2.0,
+    clahe_tiles: int = 8,
+    tone: str = "s",
+    tone_strength: float = 0.5,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Vendor-neutral night-vision ISP (SCENES.md; SynDORBench A.1.5).
+
+    sensor noise -> auto gain -> grey-world WB -> sRGB -> NLM denoise -> CLAHE on L* ->
+    tone curve. Returns the uint8 sRGB image and every parameter actually applied
+    (including the measured gain and WB gains) so a frame record can reproduce it.
+    """
+    x = _f32(img_linear)
+    applied: dict[str, Any] = {"pipeline": "night_vision", "noise": bool(noise)}
+    if noise:
+        if rng is None:
+            raise ValueError("night_vision: noise=True needs an rng")
+        # the sensor sees the dim scene: shot noise and ADC quantisation happen before any
+        # digital gain, which is what makes night frames grainy once amplified
+        x = sensor_noise(
+            x, rng, full_well=full_well, read_noise_e=read_noise_e, bits=bits, gain=sensor_gain
+        )
+        applied.update(
+            full_well=full_well, read_noise_e=read_noise_e, bits=bits, sensor_gain=sensor_gain
+        )
+    g = min(auto_gain_factor(x, percentile, target), max_gain)
+    x = x * np.float32(g)
+    wb = gray_world_gains(x)
+    x = white_balance(x, wb)
+    u8 = to_u8(srgb_encode(x))
+    u8 = denoise(u8, denoise_strength)
+    u8 = clahe_l(u8, clahe_clip, clahe_tiles)
+    u8 = tone_curve(u8, tone, tone_strength)
+    applied.update(
+        auto_gain=float(g),
+        percentile=percentile,
+        target=target,
+        wb_gains=[float(v) for v in wb],
+        denoise="opencv_nlm",
+        denoise_strength=denoise_strength,
+        clahe_clip=clahe_clip,
+        clahe_tiles=clahe_tiles,
+        tone=tone,
+        tone_strength=tone_strength,
+    )
+    return u8, applied
