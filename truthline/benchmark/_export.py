@@ -30,6 +30,8 @@ import hashlib
 import json
 import secrets
 import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +41,7 @@ from sqlalchemy import func, select
 from truthline import __version__
 from truthline._names import inside
 from truthline.benchmark._card import dataset_card
-from truthline.benchmark._gold import load_gold
+from truthline.benchmark._gold import GoldItem, load_gold
 from truthline.benchmark._release import (
     PublicRow,
     assign_splits,
@@ -93,6 +95,40 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+@dataclass
+class _Pseudonyms:
+    """Public names for gold sources: people become per-release pseudonyms (remembered, to
+    write ``private/annotators.json``), roles and model specs stay as they are."""
+
+    pseud: Callable[[str], str]
+    people: dict[str, str] = field(default_factory=dict)
+    """pseudonym -> annotator id"""
+
+    def public(self, source: str) -> str:
+        if not is_person(source):
+            return source
+        alias = self.pseud(source)
+        self.people.setdefault(alias, source)
+        return alias
+
+    def scrub(self, text: str) -> str:
+        """``text`` with every annotator id seen so far replaced by its pseudonym."""
+        for alias, real in self.people.items():
+            text = text.replace(real, alias)
+        return text
+
+
+@dataclass
+class _Records:
+    """What the export collects per item: the public rows and the private tables."""
+
+    rows: list[PublicRow] = field(default_factory=list)
+    targets: list[dict[str, Any]] = field(default_factory=list)
+    provenance: list[dict[str, Any]] = field(default_factory=list)
+    entities: list[dict[str, Any]] = field(default_factory=list)
+    truth: list[dict[str, Any]] = field(default_factory=list)
+
+
 def export_release(
     store: Store,
     project: Project,
@@ -110,124 +146,31 @@ def export_release(
     ``fmt`` is the format of the private tables (``jsonl``; ``parquet``/``hf``: Parquet);
     the public half is always the typed Parquet hub layout. ``seed`` (default: the
     project's benchmark seed) and ``test_fraction`` fix the cluster-aware train/test split."""
-    from truthline.models import render_prompt
-
     if fmt not in FORMATS:
         raise TruthlineError(f"unknown export format {fmt!r} (use {', '.join(FORMATS)})")
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise TruthlineError(f"{out} is a file, not a folder; choose a new folder for the release")
-    if out.exists() and any(out.iterdir()):
-        if not force:
-            raise TruthlineError(f"{out} is not empty; choose a new folder or pass --force")
-        shutil.rmtree(out)
+    out = _empty_folder(Path(out), force)
     gold = load_gold(store, project.name, snapshot, slice_)
     if not gold.items:
         raise TruthlineError(f"gold snapshot {gold.snapshot[:12]} has no decisions to export")
     if project.root is None:
         raise TruthlineError(f"project {project.name!r} has no definition folder to export")
     targets = targets_of(project, gold)
-    tab_fmt = "jsonl" if fmt == "jsonl" else "parquet"
     public, priv = out / "public", out / "private"
     for d in (public, priv):
         d.mkdir(parents=True, exist_ok=True)
     shutil.copytree(project.root, public / "project", ignore=shutil.ignore_patterns("__pycache__"))
-    secret = secrets.token_bytes(32)
-    key_file = priv / "pseudonym.key"
-    key_file.touch(mode=0o600)
-    key_file.write_text(secret.hex() + "\n", encoding="utf-8")
-    pseud = pseudonymizer(secret)
-    people: dict[str, str] = {}
-
-    def public_name(source: str) -> str:
-        if not is_person(source):
-            return source
-        people.setdefault(pseud(source), source)
-        return pseud(source)
-
+    names = _Pseudonyms(pseudonymizer(_new_key(priv)))
     seed = project.benchmark.seed if seed is None else seed
     clusters = {it.key: cluster_of(project, it) for it in gold.items}
     split_of = assign_splits(clusters, seed, test_fraction)
     media_col = media_column(project, [len(it.media) for it in gold.items])
     sources = _gold_sources(store, gold.snapshot)
-    rows: list[PublicRow] = []
-    targets_rows, prov_rows, ent_rows, truth_rows = [], [], [], []
+    rec = _Records()
     for it in gold.items:
-        pub_item = _public_item(project, it)
-        media = []
-        for m in it.media:
-            name = f"{it.key}/{Path(m).name}"
-            src = Path(it.media_root) / m
-            if media_col == "video":
-                dest = inside(public, "media", *name.split("/"), what="media file")
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(src, dest)
-                name = f"media/{name}"
-            media.append((name, src))
-        system, user = render_prompt(project, pub_item)
-        prov_public = []
-        for path, value in it.values.items():
-            srcs = sources.get((it.item_id, path), [])
-            targets_rows.append({"item": it.key, "path": path, "value": value})
-            prov_rows.append(
-                {
-                    "item": it.key,
-                    "path": path,
-                    "provenance": it.provenance[path],
-                    "sources": srcs,
-                    "arm": it.arm,
-                }
-            )
-            prov_public.append(
-                {
-                    "path": path,
-                    "provenance": it.provenance[path],
-                    "sources": [public_name(s) for s in srcs],
-                }
-            )
-        columns: dict[str, Any] = {}
-        if pub_item["meta"]:
-            columns["meta"] = pub_item["meta"]
-        columns["system"], columns["prompt"] = system, user
-        cands = _entity_ids(project, it)
-        if cands:
-            columns["candidates"] = cands
-        columns["gold"] = nested_gold(project, it.values)
-        columns["provenance"] = prov_public
-        columns["simulated"] = it.sim_truth is not None
-        rows.append(PublicRow(it.key, split_of[it.key], media, columns))
-        ent_rows.append(
-            {
-                "item": it.key,
-                "parent": it.parent,
-                "meta": it.meta,
-                "ids": cands,
-                "media": [name for name, _ in media],
-                "split": split_of[it.key],
-                "cluster": clusters[it.key],
-            }
-        )
-        if it.sim_truth is not None:
-            truth_rows.append({"item": it.key, "truth": it.sim_truth})
-    info = write_splits(public, rows, media_col)
-    files = [
-        _write_table(targets_rows, priv / "targets", tab_fmt),
-        _write_table(prov_rows, priv / "provenance", tab_fmt),
-        _write_table(ent_rows, priv / "entities", tab_fmt),
-    ]
-    if truth_rows:
-        files.append(_write_table(truth_rows, priv / "simulated_truth", "jsonl"))
-    sheet = datasheet(store, project, gold, targets)
-    sheet["exclusions"] = [
-        {"annotator": public_name(e["annotator"]), "reason": e["reason"]}
-        for e in sheet["exclusions"]
-    ]
-    for e in sheet["exclusions"]:  # reasons may name people too
-        for alias, real in people.items():
-            e["reason"] = e["reason"].replace(real, alias)
-    (priv / "annotators.json").write_text(
-        json.dumps(dict(sorted(people.items())), indent=2), encoding="utf-8"
-    )
+        where = (split_of[it.key], clusters[it.key])
+        _collect_item(rec, project, it, where, public, media_col, sources, names)
+    info = write_splits(public, rec.rows, media_col)
+    files = _write_private(priv, rec, "jsonl" if fmt == "jsonl" else "parquet")
     split_rule = {
         "by": "cluster (the project's cluster column, else the item's parent, else the item)",
         "seed": seed,
@@ -235,10 +178,10 @@ def export_release(
         "clusters": len(set(clusters.values())),
         "items": info["splits"],
     }
-    (public / "README.md").write_text(dataset_card(sheet, info, split_rule), encoding="utf-8")
-    _write_sums(public, public)
-    (out / "DATASHEET.md").write_text(_datasheet_md(sheet), encoding="utf-8")
-    (out / "datasheet.json").write_text(json.dumps(sheet, indent=2, default=str), encoding="utf-8")
+    _write_sheets(out, store, project, gold, targets, names, info, split_rule)
+    (priv / "annotators.json").write_text(
+        json.dumps(dict(sorted(names.people.items())), indent=2), encoding="utf-8"
+    )
     release = {
         "format": fmt,
         "tool_version": __version__,
@@ -251,11 +194,138 @@ def export_release(
         "media_column": media_col,
         "splits": split_rule,
         "tables": {p.stem: str(p.relative_to(out)) for p in files},
-        "simulated": bool(truth_rows),
+        "simulated": bool(rec.truth),
     }
     (out / "release.json").write_text(json.dumps(release, indent=2), encoding="utf-8")
     _write_sums(out, out)
     return release
+
+
+def _empty_folder(out: Path, force: bool) -> Path:
+    """``out`` as an empty folder to write the release into (``force``: empty it first)."""
+    if out.exists() and not out.is_dir():
+        raise TruthlineError(f"{out} is a file, not a folder; choose a new folder for the release")
+    if out.exists() and any(out.iterdir()):
+        if not force:
+            raise TruthlineError(f"{out} is not empty; choose a new folder or pass --force")
+        shutil.rmtree(out)
+    return out
+
+
+def _new_key(priv: Path) -> bytes:
+    """A fresh pseudonym secret, kept in ``private/pseudonym.key`` (0600)."""
+    secret = secrets.token_bytes(32)
+    key_file = priv / "pseudonym.key"
+    key_file.touch(mode=0o600)
+    key_file.write_text(secret.hex() + "\n", encoding="utf-8")
+    return secret
+
+
+def _collect_item(
+    rec: _Records,
+    project: Project,
+    it: GoldItem,
+    where: tuple[str, str],
+    public: Path,
+    media_col: str,
+    sources: dict[tuple[int, str], list[str]],
+    names: _Pseudonyms,
+) -> None:
+    """Append one item's public row and private records; ``where`` is its (split, cluster)."""
+    from truthline.models import render_prompt
+
+    pub_item = _public_item(project, it)
+    media = _publish_media(it, public, media_col)
+    system, user = render_prompt(project, pub_item)
+    prov_public = []
+    for path, value in it.values.items():
+        srcs = sources.get((it.item_id, path), [])
+        rec.targets.append({"item": it.key, "path": path, "value": value})
+        prov = it.provenance[path]
+        rec.provenance.append(
+            {"item": it.key, "path": path, "provenance": prov, "sources": srcs, "arm": it.arm}
+        )
+        prov_public.append(
+            {"path": path, "provenance": prov, "sources": [names.public(s) for s in srcs]}
+        )
+    columns: dict[str, Any] = {}
+    if pub_item["meta"]:
+        columns["meta"] = pub_item["meta"]
+    columns["system"], columns["prompt"] = system, user
+    cands = _entity_ids(project, it)
+    if cands:
+        columns["candidates"] = cands
+    columns["gold"] = nested_gold(project, it.values)
+    columns["provenance"] = prov_public
+    columns["simulated"] = it.sim_truth is not None
+    rec.rows.append(PublicRow(it.key, where[0], media, columns))
+    rec.entities.append(
+        {
+            "item": it.key,
+            "parent": it.parent,
+            "meta": it.meta,
+            "ids": cands,
+            "media": [name for name, _ in media],
+            "split": where[0],
+            "cluster": where[1],
+        }
+    )
+    if it.sim_truth is not None:
+        rec.truth.append({"item": it.key, "truth": it.sim_truth})
+
+
+def _publish_media(it: GoldItem, public: Path, media_col: str) -> list[tuple[str, Path]]:
+    """(public name, source file) of the item's media; video files are copied into
+    ``public/media/`` (images travel inside the Parquet)."""
+    media = []
+    for m in it.media:
+        name = f"{it.key}/{Path(m).name}"
+        src = Path(it.media_root) / m
+        if media_col == "video":
+            dest = inside(public, "media", *name.split("/"), what="media file")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest)
+            name = f"media/{name}"
+        media.append((name, src))
+    return media
+
+
+def _write_private(priv: Path, rec: _Records, tab_fmt: str) -> list[Path]:
+    """The exact records ``load_release`` reads back, in ``private/``."""
+    files = [
+        _write_table(rec.targets, priv / "targets", tab_fmt),
+        _write_table(rec.provenance, priv / "provenance", tab_fmt),
+        _write_table(rec.entities, priv / "entities", tab_fmt),
+    ]
+    if rec.truth:
+        files.append(_write_table(rec.truth, priv / "simulated_truth", "jsonl"))
+    return files
+
+
+def _write_sheets(
+    out: Path,
+    store: Store,
+    project: Project,
+    gold: Any,
+    targets: list[str],
+    names: _Pseudonyms,
+    info: dict[str, Any],
+    split_rule: dict[str, Any],
+) -> None:
+    """The dataset card (``public/README.md``, then public checksums) and the datasheet,
+    with every annotator as a pseudonym."""
+    sheet = datasheet(store, project, gold, targets)
+    sheet["exclusions"] = [
+        {"annotator": names.public(e["annotator"]), "reason": e["reason"]}
+        for e in sheet["exclusions"]
+    ]
+    for e in sheet["exclusions"]:  # reasons may name people too
+        e["reason"] = names.scrub(e["reason"])
+    public = out / "public"
+    (public / "README.md").write_text(dataset_card(sheet, info, split_rule), encoding="utf-8")
+    _write_sums(public, public)
+    (out / "DATASHEET.md").write_text(_datasheet_md(sheet), encoding="utf-8")
+    (out / "datasheet.json").write_text(json.dumps(sheet, indent=2, default=str), encoding="utf-8")
 
 
 def _gold_sources(store: Store, snapshot: str) -> dict[tuple[int, str], list[str]]:
@@ -434,93 +504,117 @@ def load_release(
     project = load_project(proj_dir)
     store.upsert_project(project, str(project.source))
     tabs = {k: path / v for k, v in rel["tables"].items()}
-    ents = {r["item"]: r for r in _read_table(tabs["entities"])}
+    media_root = _media_root(path, rel, media_dir)
+    snap = rel["gold_snapshot"]
+    with store.begin() as conn:
+        ids = _insert_items(conn, project, tabs, media_root)
+        have = conn.execute(
+            select(tables.gold_snapshots.c.hash).where(tables.gold_snapshots.c.hash == snap)
+        ).first()
+        if have is None:
+            _insert_gold(conn, project, snap, tabs, ids, str(path))
+    return {"project": project, "snapshot": snap, "items": len(ids)}
+
+
+def _media_root(path: Path, rel: dict[str, Any], media_dir: Path | None) -> str:
+    """Where the reloaded items' media live: the public folder (video files), else the
+    images written out of the Parquet into ``media_dir``."""
+    public = path / rel.get("public", "public")
+    if rel.get("media_column", "video") == "video":
+        return str(public.resolve())
+    cache = Path(media_dir) if media_dir is not None else path / "media-cache"
+    for key, imgs in read_images(public, rel["media_column"]).items():
+        for name, data in imgs:
+            dest = inside(cache, *name.split("/"), what=f"image of item {key!r}")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(data)
+    return str(cache.resolve())
+
+
+def _insert_items(
+    conn: Any, project: Project, tabs: dict[str, Path], media_root: str
+) -> dict[str, int]:
+    """Item key -> store id for every released item (existing items are reused)."""
     truth = (
         {r["item"]: r["truth"] for r in _read_table(tabs["simulated_truth"])}
         if "simulated_truth" in tabs
         else {}
     )
-    prov = {(r["item"], r["path"]): r for r in _read_table(tabs["provenance"])}
-    public = path / rel.get("public", "public")
-    if rel.get("media_column", "video") == "video":
-        media_root = str(public.resolve())
-    else:
-        cache = Path(media_dir) if media_dir is not None else path / "media-cache"
-        for key, imgs in read_images(public, rel["media_column"]).items():
-            for name, data in imgs:
-                dest = inside(cache, *name.split("/"), what=f"image of item {key!r}")
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                dest.write_bytes(data)
-        media_root = str(cache.resolve())
     ts = now()
     ids: dict[str, int] = {}
-    with store.begin() as conn:
-        for r in ents.values():
-            e = r
-            existing = conn.execute(
-                select(tables.items.c.id).where(
-                    tables.items.c.project == project.name, tables.items.c.key == r["item"]
-                )
-            ).first()
-            if existing is not None:
-                ids[r["item"]] = int(existing[0])
-                continue
-            ids[r["item"]] = int(
-                conn.execute(  # type: ignore[index]
-                    tables.items.insert().values(
-                        project=project.name,
-                        key=r["item"],
-                        media_kind=project.media,
-                        media=r["media"],
-                        media_root=media_root,
-                        content_hash=json_hash([r["item"], r["media"]]),
-                        meta=e["meta"],
-                        parent=e["parent"],
-                        sim_truth=truth.get(r["item"]),
-                        created_at=ts,
-                        updated_at=ts,
-                    )
-                ).inserted_primary_key[0]
+    for r in _read_table(tabs["entities"]):
+        existing = conn.execute(
+            select(tables.items.c.id).where(
+                tables.items.c.project == project.name, tables.items.c.key == r["item"]
             )
-        snap = rel["gold_snapshot"]
-        have = conn.execute(
-            select(tables.gold_snapshots.c.hash).where(tables.gold_snapshots.c.hash == snap)
         ).first()
-        if have is None:
+        if existing is not None:
+            ids[r["item"]] = int(existing[0])
+            continue
+        ids[r["item"]] = int(
             conn.execute(
-                tables.gold_snapshots.insert().values(
-                    hash=snap,
+                tables.items.insert().values(
                     project=project.name,
-                    policy={"release": str(path)},
-                    counts={},
+                    key=r["item"],
+                    media_kind=project.media,
+                    media=r["media"],
+                    media_root=media_root,
+                    content_hash=json_hash([r["item"], r["media"]]),
+                    meta=r["meta"],
+                    parent=r["parent"],
+                    sim_truth=truth.get(r["item"]),
                     created_at=ts,
+                    updated_at=ts,
                 )
+            ).inserted_primary_key[0]
+        )
+    return ids
+
+
+def _insert_gold(
+    conn: Any,
+    project: Project,
+    snap: str,
+    tabs: dict[str, Path],
+    ids: dict[str, int],
+    release: str,
+) -> None:
+    """The release's gold snapshot, its decisions with provenance, and the items' arms."""
+    ts = now()
+    conn.execute(
+        tables.gold_snapshots.insert().values(
+            hash=snap,
+            project=project.name,
+            policy={"release": release},
+            counts={},
+            created_at=ts,
+        )
+    )
+    prov = {(r["item"], r["path"]): r for r in _read_table(tabs["provenance"])}
+    arms: dict[int, str] = {}
+    for t in _read_table(tabs["targets"]):
+        p = prov[(t["item"], t["path"])]
+        conn.execute(
+            tables.gold.insert().values(
+                snapshot=snap,
+                project=project.name,
+                item_id=ids[t["item"]],
+                field_path=t["path"],
+                value=t["value"],
+                provenance=p["provenance"],
+                sources=p.get("sources", []),
             )
-            arms: dict[int, str] = {}
-            for t in _read_table(tabs["targets"]):
-                p = prov[(t["item"], t["path"])]
-                conn.execute(
-                    tables.gold.insert().values(
-                        snapshot=snap,
-                        project=project.name,
-                        item_id=ids[t["item"]],
-                        field_path=t["path"],
-                        value=t["value"],
-                        provenance=p["provenance"],
-                        sources=p.get("sources", []),
-                    )
-                )
-                if p.get("arm"):
-                    arms[ids[t["item"]]] = p["arm"]
-            for iid, arm in arms.items():
-                conn.execute(
-                    tables.arm_assignments.insert().values(
-                        project=project.name,
-                        item_id=iid,
-                        arm=arm,
-                        seed=0,
-                        weight=1.0,
-                        created_at=ts,
-                    )
-                )
-    return {"project": project, "snapshot": snap, "items": len(ids)}
+        )
+        if p.get("arm"):
+            arms[ids[t["item"]]] = p["arm"]
+    for iid, arm in arms.items():
+        conn.execute(
+            tables.arm_assignments.insert().values(
+                project=project.name,
+                item_id=iid,
+                arm=arm,
+                seed=0,
+                weight=1.0,
+                created_at=ts,
+            )
+        )

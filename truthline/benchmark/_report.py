@@ -10,6 +10,7 @@ Everything is computed by the same result functions the CLI and dashboards call.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -119,6 +120,27 @@ def _board_n(m: dict[str, Any]) -> str:
     return f"{m['decisions']} decisions" + (f" / {items} items" if items is not None else "")
 
 
+@dataclass
+class ReportContext:
+    """What a section builder may read: the store and project (to compute more), the runs,
+    the plain data of ``build_report`` (a builder may add its own key: it lands in
+    ``report.json``) and the folder for PNG/CSV files."""
+
+    store: Store
+    project: Project
+    run_ids: list[str]
+    data: dict[str, Any]
+    files: Path
+    resamples: int | None = None
+
+    @property
+    def board(self) -> list[dict[str, Any]]:
+        return self.data["leaderboard"]
+
+
+SectionBuilder = Callable[[ReportContext], list[Section]]
+
+
 def write_report(
     store: Store, project: Project, run_ids: list[str], out: Path, *, resamples: int | None = None
 ) -> dict[str, Any]:
@@ -131,31 +153,67 @@ def write_report(
     out = Path(out)
     files = out.parent / f"{out.stem}_files"
     files.mkdir(parents=True, exist_ok=True)
-    board = data["leaderboard"]
-    sections: list[Section] = []
+    ctx = ReportContext(store, project, run_ids, data, files, resamples)
+    sections = [s for build in SECTIONS for s in build(ctx)]
+    _write_csvs(sections, files)
+    report = _assemble(project, sections, data)
+    html_out = out.suffix.lower() in (".html", ".htm")
+    out.write_text(render_html(report) if html_out else render_md(report), encoding="utf-8")
+    (files / "report.json").write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
+    return {"report": str(out), "files": str(files), **data}
 
-    rows = []
-    shown = [k for k in _BOARD_METRICS if any(k in m["metrics"] for m in board)]
-    for m in board:
-        rows.append(
-            {
-                "model": _label(m),
-                "accuracy [95% CI]": _fmt_ci(m["accuracy"]),
-                **{
-                    k: (f"{v:.3f}" if isinstance(v, float) else "—")
-                    for k in _BOARD_METRICS
-                    for v in [_headline(m, k)]
-                    if k in m["metrics"]
-                },
-                "coverage": f"{m['coverage']:.3f}",
-                "format rate": f"{m['format_rate']:.3f}",
-                "failures": m["model_failure"],
-                "infra missing": m["infra_missing"],
-                "cost USD": f"{m['cost_usd']:.4f}",
-                "run": m["run_id"],
-            }
+
+def _write_csvs(sections: list[Section], files: Path) -> None:
+    """Every section's table as ``<files>/<title>.csv`` (the rows as the report shows them)."""
+    for s in sections:
+        if s.table:
+            pd.DataFrame(s.model().tables[0].records()).to_csv(
+                files / f"{_safe(s.title)}.csv", index=False
+            )
+
+
+def _assemble(project: Project, sections: list[Section], data: dict[str, Any]) -> Report:
+    """The report model: the sections, then how to read the provenance contrast."""
+    report = Report(
+        f"Benchmark report: {project.title or project.name}",
+        [s.model() for s in sections],
+        simulated=any(m.get("simulated") for m in data["leaderboard"]),
+    )
+    if data["compare_gold"]:
+        report.sections.append(
+            ReportSection(
+                "How to read this",
+                [Paragraph(CONTRAST)],
+                metrics=["anchoring_bias", "gold_slice_inflation"],
+            )
         )
-    sections.append(
+    return report
+
+
+def _leaderboard_sections(ctx: ReportContext) -> list[Section]:
+    """Accuracy with its CI and the project's headline metrics, one row per model entry."""
+    board, project = ctx.board, ctx.project
+    shown = [k for k in _BOARD_METRICS if any(k in m["metrics"] for m in board)]
+    rows = [
+        {
+            "model": _label(m),
+            "accuracy [95% CI]": _fmt_ci(m["accuracy"]),
+            **{
+                k: (f"{v:.3f}" if isinstance(v, float) else "—")
+                for k in _BOARD_METRICS
+                for v in [_headline(m, k)]
+                if k in m["metrics"]
+            },
+            "coverage": f"{m['coverage']:.3f}",
+            "format rate": f"{m['format_rate']:.3f}",
+            "failures": m["model_failure"],
+            "infra missing": m["infra_missing"],
+            "cost USD": f"{m['cost_usd']:.4f}",
+            "run": m["run_id"],
+        }
+        for m in board
+    ]
+    return [
         Section(
             "Leaderboard",
             "Accuracy over every target decision with a "
@@ -165,7 +223,7 @@ def write_report(
             "clusters it is a cluster jackknife-t, marked ⚠). Model failures are "
             "scored wrong; infrastructure-missing answers are excluded (coverage).",
             rows,
-            _plot_leaderboard(board, files / "leaderboard.png"),
+            _plot_leaderboard(board, ctx.files / "leaderboard.png"),
             [m["accuracy"] for m in board],
             n=[_board_n(m) for m in board],
             metrics=[
@@ -178,122 +236,158 @@ def write_report(
                 "cost_usd",
             ],
         )
-    )
+    ]
+
+
+def _condition_sections(ctx: ReportContext) -> list[Section]:
+    """Accuracy per condition (severity ladder) and nAUDC."""
+    board = ctx.board
     cond = _conditions(board)
-    if cond:
-        with_cond = [m for m in board if (m["metrics"].get("naudc") or {}).get("per_condition")]
-        sections.append(
+    if not cond:
+        return []
+    with_cond = [m for m in board if (m["metrics"].get("naudc") or {}).get("per_condition")]
+    return [
+        Section(
+            "Accuracy per condition",
+            "Conditions by increasing severity; n: the decisions over all conditions.",
+            cond,
+            _plot_conditions(cond, ctx.files / "conditions.png"),
+            [(m["metrics"].get("naudc") or {}).get("value") for m in board],
+            n=[
+                sum(v["n"] for v in m["metrics"]["naudc"]["per_condition"].values())
+                for m in with_cond
+            ],
+            metrics=["accuracy", "naudc"],
+        )
+    ]
+
+
+def _per_class_sections(ctx: ReportContext) -> list[Section]:
+    """Class x model accuracy heatmap of the action field."""
+    heat, heat_n = _per_class(ctx.board, ctx.project)
+    if not heat:
+        return []
+    return [
+        Section(
+            f"Per-class accuracy ({ctx.project.benchmark.action_field or 'first field'})",
+            "n: the decisions whose gold is that class.",
+            heat,
+            _plot_heatmap(heat, ctx.files / "per_class.png"),
+            n=heat_n,
+            metrics=["per_class"],
+        )
+    ]
+
+
+def _safety_sections(ctx: ReportContext) -> list[Section]:
+    """Safety recall vs false-alarm share."""
+    saf = _safety(ctx.board)
+    if not saf:
+        return []
+    return [
+        Section(
+            "Safety operating regime",
+            "False-alarm share of safety errors vs safety recall; n: the true violations.",
+            saf,
+            _plot_safety(saf, ctx.files / "safety.png"),
+            n=[r.pop("_n") for r in saf],
+            metrics=["safety_recall", "false_alarm_share"],
+        )
+    ]
+
+
+def _calibration_sections(ctx: ReportContext) -> list[Section]:
+    """Reliability plot of stated confidence."""
+    cal = _calibration(ctx.board)
+    if not cal:
+        return []
+    return [
+        Section(
+            "Calibration",
+            "Mean stated confidence vs accuracy per bin (ECE, 10 equal-width bins).",
+            [],
+            _plot_calibration(cal, ctx.files / "calibration.png"),
+            metrics=["ece"],
+        )
+    ]
+
+
+def _four_way_sections(ctx: ReportContext) -> list[Section]:
+    """Read/ground decomposition (reading field x grounding field)."""
+    fw = _four_way(ctx.board)
+    if not fw:
+        return []
+    b = ctx.project.benchmark
+    return [
+        Section(
+            "Read/ground decomposition",
+            f"{b.read_field} (C) and {b.ground_field} (G) "
+            "per item: counts (shares); grounding accuracy given a correct reading.",
+            fw,
+            sources=[(m["metrics"].get("four_way") or {}) for m in ctx.board],
+            n=[r.pop("_n") for r in fw],
+            metrics=["four_way"],
+        )
+    ]
+
+
+def _across_run_sections(ctx: ReportContext) -> list[Section]:
+    """The metrics across models (ensemble, routing, rank transfer, ...) of each run."""
+    return [s for a in ctx.data["across"] for s in _across_sections(a)]
+
+
+def _paired_sections(ctx: ReportContext) -> list[Section]:
+    """Paired-difference matrix per run."""
+    out = []
+    for p in ctx.data["paired"]:
+        if not p["pairs"]:
+            continue
+        prow = [
+            {
+                "a": c["a"],
+                "b": c["b"],
+                "n decisions": c["n"],
+                "a - b [95% CI]": _fmt_ci(c["difference"]),
+                "distinguishable": "yes" if c["distinguishable"] else "no",
+            }
+            for c in p["pairs"]
+        ]
+        out.append(
             Section(
-                "Accuracy per condition",
-                "Conditions by increasing severity; n: the decisions over all conditions.",
-                cond,
-                _plot_conditions(cond, files / "conditions.png"),
-                [(m["metrics"].get("naudc") or {}).get("value") for m in board],
-                n=[
-                    sum(v["n"] for v in m["metrics"]["naudc"]["per_condition"].values())
-                    for m in with_cond
-                ],
-                metrics=["accuracy", "naudc"],
+                f"Paired differences ({p['run_id']})",
+                "Paired bootstrap on identical decisions; distinguishable only when the 95% CI excludes zero.",
+                prow,
+                _plot_paired(p, ctx.files / f"paired_{_safe(p['run_id'])}.png"),
+                [p],
+                n=[c["n"] for c in p["pairs"]],
+                metrics=["paired_difference"],
+                n_column="n decisions",
             )
         )
-    heat, heat_n = _per_class(board, project)
-    if heat:
-        sections.append(
-            Section(
-                f"Per-class accuracy ({project.benchmark.action_field or 'first field'})",
-                "n: the decisions whose gold is that class.",
-                heat,
-                _plot_heatmap(heat, files / "per_class.png"),
-                n=heat_n,
-                metrics=["per_class"],
-            )
-        )
-    saf = _safety(board)
-    if saf:
-        sections.append(
-            Section(
-                "Safety operating regime",
-                "False-alarm share of safety errors vs safety recall; n: the true violations.",
-                saf,
-                _plot_safety(saf, files / "safety.png"),
-                n=[r.pop("_n") for r in saf],
-                metrics=["safety_recall", "false_alarm_share"],
-            )
-        )
-    cal = _calibration(board)
-    if cal:
-        sections.append(
-            Section(
-                "Calibration",
-                "Mean stated confidence vs accuracy per bin (ECE, 10 equal-width bins).",
-                [],
-                _plot_calibration(cal, files / "calibration.png"),
-                metrics=["ece"],
-            )
-        )
-    fw = _four_way(board)
-    if fw:
-        sections.append(
-            Section(
-                "Read/ground decomposition",
-                f"{project.benchmark.read_field} (C) and {project.benchmark.ground_field} (G) "
-                "per item: counts (shares); grounding accuracy given a correct reading.",
-                fw,
-                sources=[(m["metrics"].get("four_way") or {}) for m in board],
-                n=[r.pop("_n") for r in fw],
-                metrics=["four_way"],
-            )
-        )
-    for a in data["across"]:
-        sections.extend(_across_sections(a))
-    for p in data["paired"]:
-        if p["pairs"]:
-            prow = [
-                {
-                    "a": c["a"],
-                    "b": c["b"],
-                    "n decisions": c["n"],
-                    "a - b [95% CI]": _fmt_ci(c["difference"]),
-                    "distinguishable": "yes" if c["distinguishable"] else "no",
-                }
-                for c in p["pairs"]
-            ]
-            sections.append(
-                Section(
-                    f"Paired differences ({p['run_id']})",
-                    "Paired bootstrap on identical decisions; distinguishable only when the 95% CI excludes zero.",
-                    prow,
-                    _plot_paired(p, files / f"paired_{_safe(p['run_id'])}.png"),
-                    [p],
-                    n=[c["n"] for c in p["pairs"]],
-                    metrics=["paired_difference"],
-                    n_column="n decisions",
-                )
-            )
-    for g in data["compare_gold"]:
-        sections.append(_compare_gold_section(g, files))
-    for s in sections:
-        if s.table:
-            pd.DataFrame(s.model().tables[0].records()).to_csv(
-                files / f"{_safe(s.title)}.csv", index=False
-            )
-    report = Report(
-        f"Benchmark report: {project.title or project.name}",
-        [s.model() for s in sections],
-        simulated=any(m.get("simulated") for m in board),
-    )
-    if data["compare_gold"]:
-        report.sections.append(
-            ReportSection(
-                "How to read this",
-                [Paragraph(CONTRAST)],
-                metrics=["anchoring_bias", "gold_slice_inflation"],
-            )
-        )
-    html_out = out.suffix.lower() in (".html", ".htm")
-    out.write_text(render_html(report) if html_out else render_md(report), encoding="utf-8")
-    (files / "report.json").write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
-    return {"report": str(out), "files": str(files), **data}
+    return out
+
+
+def _compare_gold_sections(ctx: ReportContext) -> list[Section]:
+    """Scores by gold provenance, per run."""
+    return [_compare_gold_section(g, ctx.files) for g in ctx.data["compare_gold"]]
+
+
+SECTIONS: list[SectionBuilder] = [
+    _leaderboard_sections,
+    _condition_sections,
+    _per_class_sections,
+    _safety_sections,
+    _calibration_sections,
+    _four_way_sections,
+    # add a section here: ``def _x_sections(ctx: ReportContext) -> list[Section]`` (empty
+    # list when the runs have nothing for it), listed where it should appear in the report
+    _across_run_sections,
+    _paired_sections,
+    _compare_gold_sections,
+]
+"""The report's sections in order: each builder returns its sections (none when its data
+is absent). A builder needs nothing else: ``write_report`` writes every table's CSV, and
+the HTML and Markdown render every section."""
 
 
 def _compare_gold_section(g: dict[str, Any], files: Path) -> Section:
