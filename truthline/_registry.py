@@ -83,9 +83,17 @@ class Registry(Generic[T]):
             known = ", ".join(self.names()) or "none"
             raise TruthlineError(f"unknown {self.kind} {name!r} (registered: {known})") from None
 
+    def __getitem__(self, name: str) -> T:
+        return self.get(name)
+
     def names(self) -> list[str]:
         """Every registered name, plug-ins not yet loaded included, sorted."""
         return sorted(set(self._items) | set(self._entry_points()))
+
+    def as_dict(self) -> dict[str, T]:
+        """A copy of the loaded entries in registration order (plug-ins not yet loaded are
+        left out): for callers whose output order is the order of definition."""
+        return dict(self._items)
 
     def items(self) -> list[tuple[str, T]]:
         """``(name, object)`` for every name (loads every plug-in), sorted by name."""

@@ -20,25 +20,32 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from truthline._registry import Registry
 from truthline.benchmark._scoring import leaf_of
 from truthline.errors import TruthlineError
 
 RuleFn = Callable[[Any, dict[str, Any]], dict[str, Any]]
-_RULES: dict[str, RuleFn] = {}
+_RULES: Registry[RuleFn] = Registry("rule")
+
+
+_PROJECT_MODULE = "truthline_project_rules_"
 
 
 def rule(name: str) -> Callable[[RuleFn], RuleFn]:
-    """Register a rule baseline answered by the model spec ``rule:NAME``."""
+    """Register a rule baseline answered by the model spec ``rule:NAME``. A project's
+    rules.py may redefine a rule another project's (or its own older version) defined;
+    redefining a built-in rule is an error."""
 
     def deco(fn: RuleFn) -> RuleFn:
-        _RULES[name] = fn
-        return fn
+        old = _RULES.as_dict().get(name)
+        from_project = getattr(old, "__module__", "").startswith(_PROJECT_MODULE)
+        return _RULES.register(name, replace=from_project)(fn)
 
     return deco
 
 
 def registered_rules() -> list[str]:
-    return sorted(_RULES)
+    return _RULES.names()
 
 
 RULES_FILE = "rules.py"
@@ -55,17 +62,17 @@ def load_project_rules(project: Any) -> list[str]:
     key = (str(path), path.stat().st_mtime)
     if key in _LOADED:
         return _LOADED[key]
-    mod_name = "truthline_project_rules_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
+    mod_name = _PROJECT_MODULE + hashlib.sha1(str(path).encode()).hexdigest()[:12]
     spec = importlib.util.spec_from_file_location(mod_name, path)
     if spec is None or spec.loader is None:
         raise TruthlineError(f"{path}: cannot import project rules")
-    before = dict(_RULES)
+    before = _RULES.as_dict()
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
     except Exception as exc:  # the project's own code: report where it failed
         raise TruthlineError(f"{path}: loading project rules failed: {exc}") from exc
-    added = sorted(k for k, fn in _RULES.items() if before.get(k) is not fn)
+    added = sorted(k for k, fn in _RULES.as_dict().items() if before.get(k) is not fn)
     _LOADED[key] = added
     return added
 
@@ -152,11 +159,11 @@ def _register_backend() -> None:
         reads_context = True  # answers from the gold and the item, not the prompt
 
         async def complete(self, request: Any) -> Any:
-            fn = _RULES.get(self.spec.name)
-            if fn is None:
+            if self.spec.name not in _RULES:
                 raise TruthlineError(
                     f"unknown rule {self.spec.name!r} (registered: {', '.join(registered_rules())})"
                 )
+            fn = _RULES.get(self.spec.name)
             support = request.context.get("rule_support") or {}
             return Completion(text=json.dumps(fn(request, support)))
 

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from truthline._registry import Registry
 from truthline.benchmark import _metrics as M
 from truthline.fields import Boolean, Number, SingleChoice
 from truthline.project import Project
@@ -84,8 +85,8 @@ class RunScored:
 
 MetricFn = Callable[[Scored], dict[str, Any]]
 RunMetricFn = Callable[[RunScored], dict[str, Any]]
-_METRICS: dict[str, MetricFn] = {}
-_RUN_METRICS: dict[str, RunMetricFn] = {}
+_METRICS: Registry[MetricFn] = Registry("benchmark metric")
+_RUN_METRICS: Registry[RunMetricFn] = Registry("benchmark metric across models")
 
 
 def metric(name: str, *, across: bool = False) -> Callable[[Any], Any]:
@@ -96,8 +97,7 @@ def metric(name: str, *, across: bool = False) -> Callable[[Any], Any]:
     def deco(fn: Any) -> Any:
         if name in _METRICS or name in _RUN_METRICS:
             raise ValueError(f"benchmark metric {name!r} is registered twice")
-        (_RUN_METRICS if across else _METRICS)[name] = fn
-        return fn
+        return (_RUN_METRICS if across else _METRICS).register(name)(fn)
 
     return deco
 

@@ -11,6 +11,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from truthline._registry import Registry
 from truthline.errors import FieldValueError
 
 Level = Literal["nominal", "ordinal", "interval", "ratio", "masi"]
@@ -79,7 +80,7 @@ class FieldType:
         return f"<{type(self).__name__} {self.path}>"
 
 
-_REGISTRY: dict[str, type[FieldType]] = {}
+FIELD_TYPES: Registry[type[FieldType]] = Registry("field type")
 
 
 def field_type(name: str):
@@ -87,19 +88,17 @@ def field_type(name: str):
 
     def deco(cls: type[FieldType]) -> type[FieldType]:
         cls.name = name
-        _REGISTRY[name] = cls
-        return cls
+        return FIELD_TYPES.register(name)(cls)
 
     return deco
 
 
 def registered_field_types() -> dict[str, type[FieldType]]:
-    return dict(_REGISTRY)
+    return FIELD_TYPES.as_dict()
 
 
 def get_field_type(name: str) -> type[FieldType]:
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        known = ", ".join(sorted(_REGISTRY))
-        raise KeyError(f"unknown field type {name!r} (known: {known})") from None
+    if name not in FIELD_TYPES:
+        known = ", ".join(FIELD_TYPES.names())
+        raise KeyError(f"unknown field type {name!r} (known: {known})")
+    return FIELD_TYPES.get(name)

@@ -1,4 +1,10 @@
-"""The backend registry: a model client is one class decorated with ``@backend("kind")``."""
+"""The backend registry: a model client is one class decorated with ``@backend("kind")``.
+
+Backends are found through the ``truthline.backends`` entry-point group (declared in
+pyproject.toml; third-party packages add their own the same way), loaded only when a spec
+names their kind: importing ``truthline.models`` imports no client library (torch,
+ultralytics, openai) and no simulation code.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from truthline._registry import Registry
 from truthline.errors import TruthlineError
 from truthline.models._prices import Price, price_for
 from truthline.models._spec import ModelSpec, parse_model_spec
@@ -102,7 +109,8 @@ class Backend:
         return None
 
 
-_BACKENDS: dict[str, type[Backend]] = {}
+ENTRY_POINT_GROUP = "truthline.backends"
+BACKENDS: Registry[type[Backend]] = Registry("backend", entry_point_group=ENTRY_POINT_GROUP)
 
 
 def backend(kind: str):
@@ -110,29 +118,27 @@ def backend(kind: str):
 
     def deco(cls: type[Backend]) -> type[Backend]:
         cls.kind = kind
-        _BACKENDS[kind] = cls
-        return cls
+        return BACKENDS.register(kind)(cls)
 
     return deco
 
 
 def registered_backends() -> list[str]:
-    _load_builtin()
-    return sorted(_BACKENDS)
-
-
-def _load_builtin() -> None:
-    # Importing the modules registers them; heavy libraries load lazily inside each.
-    from truthline.models import _hf, _openai, _scripted, _simulated, _yolo  # noqa: F401
+    """Every backend kind, the entry points' included (none of them is imported)."""
+    return BACKENDS.names()
 
 
 def get_backend(spec: str | ModelSpec) -> Backend:
     """An instance of the backend a spec names; unknown kinds list the known ones."""
-    _load_builtin()
     ms = parse_model_spec(spec) if isinstance(spec, str) else spec
-    cls = _BACKENDS.get(ms.kind)
-    if cls is None:
+    if ms.kind not in BACKENDS:
         raise TruthlineError(
-            f"model spec {ms.text!r}: unknown kind {ms.kind!r} (known: {', '.join(sorted(_BACKENDS))})"
+            f"model spec {ms.text!r}: unknown kind {ms.kind!r} (known: {', '.join(BACKENDS.names())})"
+        )
+    cls = BACKENDS.get(ms.kind)
+    if not (isinstance(cls, type) and issubclass(cls, Backend)):
+        raise TruthlineError(
+            f"model spec {ms.text!r}: the {ENTRY_POINT_GROUP!r} entry point {ms.kind!r} "
+            f"is {cls!r}, not a Backend class"
         )
     return cls(ms)

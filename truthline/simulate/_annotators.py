@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from truthline._registry import Registry
 from truthline.fields import Boolean, EntityList, FieldType, MultiChoice, Number, SingleChoice
 
 
@@ -58,29 +59,25 @@ class AnnotatorDecision:
     simulated: bool = True
 
 
-_BEHAVIOURS: dict[str, Callable[[], AnnotatorBehaviour]] = {}
+BEHAVIOURS: Registry[Callable[[], AnnotatorBehaviour]] = Registry("simulated annotator behaviour")
 
 
-def annotator_behaviour(name: str):
+def annotator_behaviour(
+    name: str,
+) -> Callable[[Callable[[], AnnotatorBehaviour]], Callable[[], AnnotatorBehaviour]]:
     """Register a zero-argument function returning an ``AnnotatorBehaviour``."""
-
-    def deco(fn: Callable[[], AnnotatorBehaviour]) -> Callable[[], AnnotatorBehaviour]:
-        _BEHAVIOURS[name] = fn
-        return fn
-
-    return deco
+    return BEHAVIOURS.register(name)
 
 
 def registered_behaviours() -> list[str]:
-    return sorted(_BEHAVIOURS)
+    return BEHAVIOURS.names()
 
 
 def get_behaviour(name: str) -> AnnotatorBehaviour:
-    try:
-        return _BEHAVIOURS[name]()
-    except KeyError:
+    if name not in BEHAVIOURS:
         known = ", ".join(registered_behaviours())
-        raise KeyError(f"unknown simulated annotator behaviour {name!r} (known: {known})") from None
+        raise KeyError(f"unknown simulated annotator behaviour {name!r} (known: {known})")
+    return BEHAVIOURS.get(name)()
 
 
 @annotator_behaviour("careful")

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from truthline._registry import Registry
 from truthline.fields import (
     Boolean,
     EntityList,
@@ -67,30 +68,24 @@ class SimProfile:
         return self.field_error.get(path, self.default_error)
 
 
-_PROFILES: dict[str, Callable[[], SimProfile]] = {}
+PROFILES: Registry[Callable[[], SimProfile]] = Registry("simulated profile")
 
 
-def simulated_profile(name: str):
+def simulated_profile(name: str) -> Callable[[Callable[[], SimProfile]], Callable[[], SimProfile]]:
     """Register a zero-argument function returning a ``SimProfile`` under ``name``."""
-
-    def deco(fn: Callable[[], SimProfile]) -> Callable[[], SimProfile]:
-        _PROFILES[name] = fn
-        return fn
-
-    return deco
+    return PROFILES.register(name)
 
 
 def registered_profiles() -> list[str]:
-    return sorted(_PROFILES)
+    return PROFILES.names()
 
 
 def get_profile(name: str) -> SimProfile:
-    try:
-        return _PROFILES[name]()
-    except KeyError:
+    if name not in PROFILES:
         raise KeyError(
             f"unknown simulated profile {name!r} (known: {', '.join(registered_profiles())})"
-        ) from None
+        )
+    return PROFILES.get(name)()
 
 
 @simulated_profile("steel-v1")

@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy import sparse
 
+from truthline._registry import Registry
 from truthline.fields import masi_distance
 from truthline.stats._kappa import (
     ToleranceWeights,
@@ -36,7 +37,7 @@ from truthline.stats._ratings import AgreementError, Ratings
 LEVELS = ("nominal", "ordinal", "interval", "ratio", "masi")
 WEIGHTS = ("none", "linear", "quadratic", "tolerance")
 
-_REGISTRY: dict[str, type[Coefficient]] = {}
+COEFFICIENTS: Registry[type[Coefficient]] = Registry("coefficient")
 
 
 def coefficient(name: str) -> Callable[[type[Coefficient]], type[Coefficient]]:
@@ -44,23 +45,21 @@ def coefficient(name: str) -> Callable[[type[Coefficient]], type[Coefficient]]:
 
     def deco(cls: type[Coefficient]) -> type[Coefficient]:
         cls.name = name
-        _REGISTRY[name] = cls
-        return cls
+        return COEFFICIENTS.register(name)(cls)
 
     return deco
 
 
 def registered_coefficients() -> dict[str, type[Coefficient]]:
-    return dict(_REGISTRY)
+    """Coefficients in definition order (the order ``--coef all`` reports them in)."""
+    return COEFFICIENTS.as_dict()
 
 
 def get_coefficient(name: str) -> type[Coefficient]:
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise AgreementError(
-            f"unknown coefficient {name!r} (known: {', '.join(_REGISTRY)})"
-        ) from None
+    if name not in COEFFICIENTS:
+        known = ", ".join(COEFFICIENTS.as_dict())
+        raise AgreementError(f"unknown coefficient {name!r} (known: {known})")
+    return COEFFICIENTS.get(name)
 
 
 def agreement_weights(q: int, weights: str | None) -> np.ndarray:
