@@ -22,7 +22,7 @@ from truthline.workspace import templates_dir
 
 def simulated_view(n: int, k: int, resamples: int) -> RunScored:
     """``k`` SIMULATED models (+ a majority rule) answering ``n`` single-choice decisions."""
-    project = load_project(templates_dir() / "night-presence")
+    project = load_project(templates_dir() / "dori-visibility")
     ft = project.field("action")
     rng = np.random.default_rng(0)
     classes = ft.categories() or []

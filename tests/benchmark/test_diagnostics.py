@@ -73,7 +73,7 @@ def test_every_bundled_template_names_registered_metrics():
         checks = raw.get("benchmark", {}).get("checks", {})
         assert all(c["metric"] in names for c in checks.values()), t
     with pytest.raises(KeyError, match="unknown benchmark metric"):
-        compute_metrics(_scored(_project("night-presence"), []), ["no_such_metric"])
+        compute_metrics(_scored(_project("dori-visibility"), []), ["no_such_metric"])
 
 
 def test_tolerance_hand_computed():
@@ -200,7 +200,7 @@ PREDS = {
 
 
 def _view(preds: dict[str, list[Any]], **bench: Any) -> RunScored:
-    p = _project("night-presence", **bench)
+    p = _project("dori-visibility", **bench)
     entries, kinds, keys = {}, {}, {}
     for lab, pr in preds.items():
         model, _, cond = lab.partition("|")

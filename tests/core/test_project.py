@@ -187,7 +187,7 @@ def test_invalid_toml_syntax_names_file(tmp_path: Path):
 
 
 @pytest.mark.parametrize(
-    "name", ["steel-safety", "proof-of-work", "physics-diagrams", "night-presence"]
+    "name", ["steel-safety", "proof-of-work", "physics-diagrams", "dori-visibility"]
 )
 def test_every_bundled_template_validates(name):
     from truthline.workspace import list_templates
