@@ -540,6 +540,90 @@ def verify_cmd(
         raise TruthlineError(f"{path}: checksum mismatch in {', '.join(bad[:5])}")
 
 
+@app.command("samples")
+def samples_cmd(
+    ctx: typer.Context,
+    run: Annotated[
+        str | None, typer.Argument(help="Run id (omit with --prefill: prefill predictions).")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the samples as JSONL to this file.")
+    ] = None,
+    prefill: Annotated[
+        bool, typer.Option("--prefill", help="Prefill predictions instead of a run's answers.")
+    ] = False,
+    model: Annotated[str | None, typer.Option("--model", help="Only this model alias.")] = None,
+    outcome: Annotated[
+        str | None,
+        typer.Option(
+            "--outcome",
+            help="ok, refused, truncated, parse_error, infra_missing, error or model_failure.",
+        ),
+    ] = None,
+    field: Annotated[
+        str | None, typer.Option("--field", help="Only samples with a decision on this field.")
+    ] = None,
+    stratum: Annotated[
+        str | None, typer.Option("--stratum", help="Stratum value (strata joined by '|').")
+    ] = None,
+    correct: Annotated[
+        bool | None,
+        typer.Option("--correct/--wrong", help="Only samples with a correct / wrong decision."),
+    ] = None,
+    project: ProjectOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Per-sample logs: every answer with its prompt text, raw output, parsed value,
+    outcome, score per field, strata, cost, latency and Label Studio task links."""
+    from truthline.benchmark._samples import (
+        OUTCOMES,
+        SampleFilter,
+        prefill_samples,
+        run_samples,
+        summarize,
+        write_jsonl,
+    )
+    from truthline.errors import TruthlineError
+
+    if (run is None) == (not prefill):
+        raise typer.BadParameter("give a RUN id, or --prefill (not both)")
+    if outcome is not None and outcome not in (*OUTCOMES, "model_failure", "parsed"):
+        raise typer.BadParameter(
+            f"--outcome {outcome!r}: use one of {', '.join(OUTCOMES)} or model_failure"
+        )
+    ws, proj = ws_project(ctx, project)
+    flt = SampleFilter(model=model, outcome=outcome, field=field, stratum=stratum, correct=correct)
+    if field is not None and field not in proj.leaf_fields():
+        raise TruthlineError(f"--field {field!r}: not a field of project {proj.name!r}")
+    recs = (
+        prefill_samples(ws.store, proj, flt)
+        if prefill
+        else run_samples(ws.store, proj, str(run), flt)
+    )
+    summary = summarize(recs, flt)
+    if out is not None:
+        target = output_path(out)
+        write_jsonl(recs, target)
+        data = {"out": str(target), "written": len(recs), **summary}
+        emit(
+            data, as_json, lambda: console.print(f"[green]wrote[/] {len(recs)} samples to {target}")
+        )
+        return
+    if as_json:
+        emit(recs, True, lambda: None)
+        return
+    table = Table("model", "variant", "condition", "control", "samples", *OUTCOMES)
+    groups: dict[tuple, dict[str, int]] = {}
+    for r in recs:
+        key = (r["model"], r["variant"], r["condition"], r["control"])
+        g = groups.setdefault(key, {})
+        g[r["outcome"]] = g.get(r["outcome"], 0) + 1
+    for key, g in groups.items():
+        table.add_row(*key, str(sum(g.values())), *(str(g.get(o, 0)) for o in OUTCOMES))
+    console.print(table)
+    console.print("write them with --out samples.jsonl, or print them with --json")
+
+
 @app.command("metrics")
 def metrics_cmd(ctx: typer.Context, project: ProjectOpt = None, as_json: JsonOpt = False) -> None:
     """Registered metric names (usable in [benchmark] metrics) and rule baselines, with the

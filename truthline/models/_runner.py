@@ -251,6 +251,7 @@ class _Run:
             settings=req.settings,
             prompt_hash=phash,
             image_hashes=ihashes,
+            prompt={"system": req.system, "user": req.user},
             updated_at=ts,
         )
         res = ModelResult(

@@ -28,9 +28,18 @@ def _v2(conn: Connection) -> None:
         conn.exec_driver_sql(f"ALTER TABLE annotations ADD COLUMN deleted_at {kind}")
 
 
+def _v3(conn: Connection) -> None:
+    """responses.prompt: the rendered prompt text as sent, not only its hash."""
+    cols = {c["name"] for c in inspect(conn).get_columns(t.responses.name)}
+    if "prompt" not in cols:
+        kind = t.responses.c.prompt.type.compile(dialect=conn.dialect)
+        conn.exec_driver_sql(f"ALTER TABLE responses ADD COLUMN prompt {kind}")
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "initial schema: projects, items, responses, predictions, annotations, gold, runs", _v1),
     (2, "annotations.deleted_at: deletions in Label Studio kept as history", _v2),
+    (3, "responses.prompt: the rendered prompt text as sent (per-sample logs)", _v3),
 ]
 
 LATEST = MIGRATIONS[-1][0]

@@ -106,6 +106,9 @@ responses = Table(
     Column("image_hashes", JSON),
     _ts("created_at", nullable=False),
     _ts("updated_at", nullable=False),
+    # the rendered prompt as sent, {"system": ..., "user": ...} (migration 3; NULL for
+    # answers stored before it): per-sample logs show what the model was asked
+    Column("prompt", JSON),
     Index("ix_responses_project_item", "project", "item_id"),
 )
 
