@@ -75,6 +75,11 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
         "app",
         "Evaluate models on gold with the scoring contract; report and export.",
     ),
+    "physalign": (
+        "truthline.physalign._cli",
+        "app",
+        "PhysAlign probes: generated diagrams, annotation passes, compiler, blind verification.",
+    ),
 }
 
 

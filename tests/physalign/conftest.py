@@ -1,0 +1,40 @@
+"""Fixtures for the PhysAlign tests: one generated set of problems per session (seeded).
+
+The Label Studio fixtures (``ls``) come from tests/annotate/conftest.py: the same real
+server, started from a copy of the migrated template.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.annotate.conftest import LS, start_copy
+from truthline.physalign import generate
+
+
+@pytest.fixture(scope="session")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """12 SIMULATED problems (3 per domain), seed 1, without a release."""
+    out = tmp_path_factory.mktemp("gen") / "g"
+    generate(12, 1, out)
+    return out
+
+
+@pytest.fixture
+def gen_copy(generated: Path, tmp_path: Path) -> Path:
+    """A private copy of the generated problems a test may change."""
+    dest = tmp_path / "g"
+    shutil.copytree(generated, dest)
+    return dest
+
+
+@pytest.fixture(scope="session")
+def ls(tmp_path_factory: pytest.TempPathFactory):
+    inst: LS = start_copy(tmp_path_factory.mktemp("ls") / "data")
+    try:
+        yield inst
+    finally:
+        inst.server.stop()

@@ -1,0 +1,169 @@
+"""Import tables: compiled probes as items of a ``physics-diagrams`` project, targets as labels.
+
+``metadata.csv`` (for ``truthline items import <release>/public/views --media-root
+<release>/public --metadata ...``) has one row per probe: the localized view is the item's
+image, the public inputs the template declares (``probe_type``, ``candidates`` alias -> box
+``[x0, y0, x1, y1]``, ``label_xy``), the cluster (an opaque group id, never the parent id),
+the eligibility sets and K, and ``sim_truth`` (for SIMULATED models only).
+``labels.csv`` (for ``truthline audit import-table``) holds the targets: each blind
+verifier's answer (tier 1, blind arm) and the final decision as an expert value (tier 2),
+so ``audit finalize`` makes the decided target gold with provenance. Withheld probes are
+left out; before verification ``--unverified`` exports the compiled targets as the
+generator's (named so) instead.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+from truthline.errors import TruthlineError
+from truthline.physalign._generate import opaque
+from truthline.physalign._records import read_json, read_jsonl
+
+DECIDED = ("approved_direct", "approved_adjudicated", "corrected_regenerated")
+
+
+def _box(v: dict[str, Any]) -> list[float]:
+    x, y, w, h = v["bbox"]
+    return [round(x, 2), round(y, 2), round(x + w, 2), round(y + h, 2)]
+
+
+def _role(priv: dict[str, Any]) -> str:
+    t = priv["targets"]
+    role = t.get("owner") or t.get("referent")
+    return str(role["aliases"][0])
+
+
+def write_import_tables(
+    release: Path,
+    *,
+    read_field: str = "reading",
+    ground_field: str = "candidate",
+    unverified: bool = False,
+) -> dict[str, Any]:
+    """Write ``<release>/import/metadata.csv`` and ``labels.csv``; returns counts and paths."""
+    release = Path(release)
+    public = {p["probe_id"]: p for p in read_jsonl(release / "public" / "probes.jsonl")}
+    private = read_jsonl(release / "private" / "targets.jsonl")
+    membership = read_json(release / "private" / "membership.json")
+    rules = read_json(release / "private" / "rules.json")
+    review_path = release / "private" / "review.jsonl"
+    reviews = {r["probe_id"]: r for r in read_jsonl(review_path)} if review_path.is_file() else {}
+    if not unverified and not reviews:
+        raise TruthlineError(
+            f"{review_path}: no verification decisions yet; run `truthline physalign verify "
+            "pull` (and adjudicate), or pass --unverified to export the compiled targets"
+        )
+    out = release / "import"
+    out.mkdir(parents=True, exist_ok=True)
+    meta_rows, label_rows = [], []
+    withheld = pending = 0
+    for priv in private:
+        pid = priv["probe_id"]
+        pub = public[pid]
+        rev = reviews.get(pid)
+        if not unverified:
+            decision = (rev or {}).get("decision")
+            if decision == "withheld":
+                withheld += 1
+                continue
+            if decision not in DECIDED:
+                pending += 1
+                continue
+        anchor = pub["evidence"][0]
+        if anchor["kind"] == "image_region":
+            x, y, w, h = anchor["bbox"]
+            label_xy: list[float] | None = [round(x + w / 2, 2), round(y + h / 2, 2)]
+        else:
+            label_xy = None
+        cands = {
+            c["alias"]: _box(next(v for v in c["views"] if v.get("bbox")))
+            for c in pub["candidates"]
+        }
+        final = (rev or {}).get("final") or {}
+        role = final.get("role") or _role(priv)
+        read_t = (
+            final["read"] if "read" in final else (priv["targets"].get("read") or {}).get("text")
+        )
+        el = priv["eligibility"]
+        key = f"views/{pid}"
+        meta_rows.append(
+            {
+                "key": key,
+                "probe_type": priv["probe_type"],
+                "domain": priv.get("domain") or "",
+                "problem": opaque("grp-", rules["release_seed"], priv["parent_id"]),
+                "split": membership[priv["parent_id"]]["split"],
+                "candidates": json.dumps(cands),
+                "label_xy": json.dumps(label_xy) if label_xy else "",
+                "K": priv["baseline"]["K"],
+                "in_L": int(el["L"]),
+                "in_P": int(el["P"]),
+                "in_H": int(el["H"]),
+                "in_H_hard": int(el["H_hard"]),
+                "nearest_alias": priv["baseline"].get("nearest_alias") or "",
+                "sim_truth": json.dumps({read_field: read_t, ground_field: role}),
+            }
+        )
+        if unverified:
+            label_rows.append(
+                _label(key, ground_field, "generator@physalign.local", role, 2, "review", True)
+            )
+            if read_t:
+                label_rows.append(
+                    _label(key, read_field, "generator@physalign.local", read_t, 2, "review", True)
+                )
+            continue
+        for b in (rev or {}).get("blind", []):
+            ans = b.get("answer") or {}
+            if ans.get("role"):
+                label_rows.append(
+                    _label(key, ground_field, b["reviewer"], ans["role"], 1, "blind", False)
+                )
+            if read_t and ans.get("read"):
+                label_rows.append(
+                    _label(key, read_field, b["reviewer"], ans["read"], 1, "blind", False)
+                )
+        who = (rev or {}).get("decided_by") or "physalign-consensus"
+        label_rows.append(_label(key, ground_field, who, role, 2, "review", True))
+        if read_t:
+            label_rows.append(_label(key, read_field, who, read_t, 2, "review", True))
+    _write_csv(out / "metadata.csv", meta_rows)
+    _write_csv(out / "labels.csv", label_rows)
+    return {
+        "metadata": str(out / "metadata.csv"),
+        "labels": str(out / "labels.csv"),
+        "items": len(meta_rows),
+        "label_rows": len(label_rows),
+        "withheld": withheld,
+        "pending": pending,
+        "verified": not unverified,
+        "media_root": str(release / "public"),
+        "media": str(release / "public" / "views"),
+    }
+
+
+def _label(item: str, fld: str, who: str, value: str, tier: int, arm: str, expert: bool) -> dict:
+    """A long-table row; a decision also fills ``expert`` (the value audit finalize trusts)."""
+    return {
+        "item": item,
+        "field": fld,
+        "annotator": who,
+        "value": value,
+        "tier": tier,
+        "arm": arm,
+        "expert": value if expert else "",
+    }
+
+
+def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("w", newline="", encoding="utf-8") as fh:
+        if rows:
+            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+    tmp.replace(path)
