@@ -43,7 +43,8 @@ from truthline.errors import TruthlineError
 SCHEMA_VERSION = 1
 """Version of :class:`FrameRecord`'s JSON layout; bump on any incompatible change."""
 
-Vec3 = tuple[float, float, float]
+Vec3 = tuple[float, ...]
+"""Three coordinates (typed loosely so numpy-built tuples pass; checked at construction)."""
 Engine = Literal["CYCLES", "BLENDER_WORKBENCH"]
 Denoise = Literal["FAST", "HIGH"]
 IMAGE_VARIANTS = ("rgb", "linear", "mask", "nv")
@@ -211,7 +212,8 @@ def job_key(
         "env_version": env_version,
         "params": params,
         "seed": seed,
-        "render": render.to_dict(),
+        # threads change how fast a frame renders, not what it is
+        "render": {k: v for k, v in render.to_dict().items() if k != "threads"},
     }
     return hashlib.sha256(canonical_json(payload).encode()).hexdigest()[:24]
 
@@ -343,6 +345,15 @@ class BaseEnvironment:
 
     def targets(self, params: Params, handles: Handles) -> list[Target]:
         return []
+
+    def check(self, params: Params) -> None:
+        """Raise :class:`SceneError` (one line naming the field) for bad params. Host side,
+        before any job is sent."""
+
+    def render_overrides(self, params: Params) -> dict[str, Any]:
+        """RenderSettings fields this frame needs whatever the run asked (e.g. a night frame
+        keeps its linear EXR). Host side; applied before the job key is made."""
+        return {}
 
     def extract(self, ctx: Any, params: Params, handles: Handles) -> dict[str, Any]:
         return {}
