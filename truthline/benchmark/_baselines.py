@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import itertools
 import json
+import math
 import random
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +52,19 @@ def registered_rules() -> list[str]:
 
 
 RULES_FILE = "rules.py"
+RULE_ERROR = "rule_error"
+"""Stored raw-answer prefix of a rule that raised: the runner records the item's outcome as
+``error`` with the exception named (scored wrong, kept in the denominator), never as
+infrastructure missing."""
+
+
+def rule_error(raw: str | None) -> str | None:
+    """The exception a rule raised, from its stored raw answer (None: it did not raise)."""
+    if raw and raw.startswith(RULE_ERROR + ": "):
+        return raw[len(RULE_ERROR) + 2 :]
+    return None
+
+
 _LOADED: dict[tuple[str, float], list[str]] = {}
 
 
@@ -148,6 +164,107 @@ def _random(request: Any, support: dict[str, Any]) -> dict[str, Any]:
     return _fill(request, pick)
 
 
+# -- the frozen nearest-region rule (PHYSALIGN.md §9) --------------------------------------
+NEAREST_RULE = "nearest-region/v1"
+"""Version of the geometry below; recorded in run manifests."""
+
+
+@dataclass(frozen=True)
+class Nearest:
+    """The nearest-region decision: the predicted alias (argmin; ties: first listed),
+    whether the rule is applicable (every candidate has an image view and the best
+    distance beats the second by at least ``margin`` px) and every distance."""
+
+    alias: str | None
+    applicable: bool
+    distances: dict[str, float]
+
+
+def anchor_point(meta: Mapping[str, Any]) -> tuple[float, float] | None:
+    """The anchor's bbox centre (``anchor = {kind: image_region, bbox: [x, y, w, h]}``),
+    else ``label_xy`` ``[x, y]``; None for a text anchor or no anchor."""
+    anchor = meta.get("anchor")
+    if isinstance(anchor, Mapping):
+        if anchor.get("kind", "image_region") != "image_region" or "bbox" not in anchor:
+            return None
+        x, y, w, h = (float(v) for v in anchor["bbox"])
+        return x + w / 2, y + h / 2
+    at = meta.get("label_xy")
+    if at is None:
+        return None
+    x, y = (float(v) for v in at)
+    return x, y
+
+
+def candidate_views(cand: Any) -> list[dict[str, Any]]:
+    """A candidate's image views: ``{bbox: [x, y, w, h]}`` or ``{polyline: [[x, y], ...]}``
+    (a bare list is a bbox of 4 numbers or a point of 2; ``views`` lists several)."""
+    if isinstance(cand, Mapping):
+        if "views" in cand:
+            return [v for c in cand["views"] for v in candidate_views(c)]
+        if cand.get("kind", "image_region") != "image_region":
+            return []
+        out = {k: cand[k] for k in ("bbox", "polyline") if k in cand}
+        return [out] if out else []
+    if isinstance(cand, list | tuple):
+        nums = [float(v) for v in cand]
+        if len(nums) == 2:
+            return [{"bbox": [nums[0], nums[1], 0.0, 0.0]}]
+        if len(nums) == 4:
+            return [{"bbox": nums}]
+    raise ValueError(f"candidate region {cand!r} is neither a view, a box nor a point")
+
+
+def _seg_dist(p: tuple[float, float], a: Sequence[float], b: Sequence[float]) -> float:
+    ax, ay, bx, by = float(a[0]), float(a[1]), float(b[0]), float(b[1])
+    dx, dy = bx - ax, by - ay
+    L = dx * dx + dy * dy
+    t = 0.0 if L == 0 else max(0.0, min(1.0, ((p[0] - ax) * dx + (p[1] - ay) * dy) / L))
+    return math.dist(p, (ax + t * dx, ay + t * dy))
+
+
+def view_distance(p: tuple[float, float], view: Mapping[str, Any]) -> float:
+    """Point-to-geometry distance: to the polyline's segments when the view has one, else
+    to the bbox rectangle (0 inside)."""
+    poly = view.get("polyline")
+    if poly:
+        if len(poly) == 1:
+            return math.dist(p, (float(poly[0][0]), float(poly[0][1])))
+        return min(_seg_dist(p, a, b) for a, b in itertools.pairwise(poly))
+    x, y, w, h = (float(v) for v in view["bbox"])
+    dx = max(x - p[0], 0.0, p[0] - (x + w))
+    dy = max(y - p[1], 0.0, p[1] - (y + h))
+    return math.hypot(dx, dy)
+
+
+def nearest_region(meta: Mapping[str, Any], margin: float = 1.0) -> Nearest:
+    """The frozen nearest-region rule on an item's typed public inputs (``anchor`` or
+    ``label_xy``, and ``candidates`` as an id -> region map or a list of ``{alias, ...}``)."""
+    at = anchor_point(meta)
+    cands = meta.get("candidates")
+    items: list[tuple[str, Any]]
+    if isinstance(cands, Mapping):
+        items = [(str(k), v) for k, v in cands.items()]
+    elif isinstance(cands, list):
+        items = [(str(c.get("alias", c.get("id"))), c) for c in cands if isinstance(c, Mapping)]
+    else:
+        raise ValueError(f"candidates must be a map or a list of objects, got {cands!r}")
+    if at is None:
+        return Nearest(None, False, {})
+    dist: dict[str, float] = {}
+    for alias, c in items:
+        views = candidate_views(c)
+        dist[alias] = min((view_distance(at, v) for v in views), default=math.inf)
+    if not dist:
+        return Nearest(None, False, {})
+    order = sorted(dist, key=lambda k: dist[k])  # stable: ties keep the listed order
+    best = order[0]
+    applicable = all(math.isfinite(d) for d in dist.values()) and (
+        len(order) < 2 or dist[order[1]] - dist[best] >= margin
+    )
+    return Nearest(best, applicable, dist)
+
+
 def _register_backend() -> None:
     from truthline.models import Backend, Completion, backend
 
@@ -165,7 +282,14 @@ def _register_backend() -> None:
                 )
             fn = _RULES.get(self.spec.name)
             support = request.context.get("rule_support") or {}
-            return Completion(text=json.dumps(fn(request, support)))
+            try:
+                return Completion(text=json.dumps(fn(request, support)))
+            except Exception as exc:  # the rule's own bug: an error of this item, not infra
+                return Completion(
+                    text=None,
+                    finish_reason=RULE_ERROR,
+                    raw=f"{RULE_ERROR}: rule {self.spec.name} raised {type(exc).__name__}: {exc}",
+                )
 
 
 _register_backend()

@@ -904,3 +904,148 @@ def local_embedder() -> Callable[[list[str]], np.ndarray]:
 
         _EMBEDDER = _embed
     return _EMBEDDER
+
+
+# -- PhysAlign balanced aggregation and parent-cluster bootstrap (PHYSALIGN.md §7-8) ------
+@dataclass(frozen=True)
+class Support:
+    """A support S: one parent and one probe type per item. ``type_weights`` (type ->
+    weight, default equal) is the declared type weighting of §7.2 (renormalized over the
+    types present)."""
+
+    parents: tuple[str, ...]
+    types: tuple[str, ...]
+    type_weights: tuple[tuple[str, float], ...] = ()
+
+    @classmethod
+    def of(
+        cls,
+        parents: Sequence[Any],
+        types: Sequence[Any] | None = None,
+        type_weights: Mapping[str, float] | None = None,
+    ) -> Support:
+        typ = [str(t) for t in types] if types is not None else ["" for _ in parents]
+        if len(typ) != len(parents):
+            raise ValueError(f"{len(typ)} probe types for {len(parents)} parents")
+        return cls(tuple(str(p) for p in parents), tuple(typ), tuple((type_weights or {}).items()))
+
+    def __len__(self) -> int:
+        return len(self.parents)
+
+    @property
+    def parent_ids(self) -> list[str]:
+        return sorted(set(self.parents))
+
+    @property
+    def type_ids(self) -> list[str]:
+        return sorted(set(self.types))
+
+    def _tw(self) -> np.ndarray:
+        declared = dict(self.type_weights)
+        w = np.array([float(declared.get(t, 1.0)) for t in self.type_ids])
+        return w / w.sum() if w.sum() > 0 else w
+
+    def cells(self, x: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+        """``(M, I)`` of shape (types, parents): ``M[t, p]`` = mean of ``x`` over parent p's
+        type-t items, ``I[t, p]`` = 1 when parent p has a type-t item."""
+        xs = np.asarray(x, dtype=float)
+        if len(xs) != len(self):
+            raise ValueError(f"{len(xs)} values for a support of {len(self)} items")
+        pi = {p: k for k, p in enumerate(self.parent_ids)}
+        ti = {t: k for k, t in enumerate(self.type_ids)}
+        S = np.zeros((len(ti), len(pi)))
+        N = np.zeros((len(ti), len(pi)))
+        for v, p, t in zip(xs, self.parents, self.types, strict=True):
+            S[ti[t], pi[p]] += v
+            N[ti[t], pi[p]] += 1
+        M = _div(S, np.maximum(N, 1))
+        return M, (N > 0).astype(float)
+
+    def weights(self) -> np.ndarray:
+        """``w_j = tw_t / (|Par_{S,t}| * n_{p,t})`` per item (§7.2); they sum to 1."""
+        if not len(self):
+            return np.zeros(0)
+        pi = {p: k for k, p in enumerate(self.parent_ids)}
+        ti = {t: k for k, t in enumerate(self.type_ids)}
+        N = np.zeros((len(ti), len(pi)))
+        for p, t in zip(self.parents, self.types, strict=True):
+            N[ti[t], pi[p]] += 1
+        par_per_type = (N > 0).sum(axis=1)
+        tw = self._tw()
+        return np.array(
+            [
+                tw[ti[t]] / (par_per_type[ti[t]] * N[ti[t], pi[p]])
+                for p, t in zip(self.parents, self.types, strict=True)
+            ]
+        )
+
+    def agg(self, x: ArrayLike, W: np.ndarray | None = None) -> np.ndarray | float:
+        """``Agg_S(x)``; with ``W`` (resamples x parents, parent multiplicities) one value
+        per resample, NaN (undefined) where a type lost every parent (§8: never filled in by
+        re-weighting the other types)."""
+        M, has = self.cells(x)
+        tw = self._tw()
+        if W is None:
+            if not len(self):
+                return float("nan")
+            return float(tw @ _div(M.sum(axis=1), has.sum(axis=1)))
+        acc = _div(W @ (M * has).T, W @ has.T)  # resamples x types
+        return acc @ tw
+
+
+def support_draw(s: Support, resamples: int, seed: int) -> np.ndarray:
+    """Parent multiplicities (resamples x parents): |Par_S| parents drawn with replacement,
+    each draw a separate cluster instance keeping all its probes (§8)."""
+    return draw(len(s.parent_ids), resamples, seed).astype(np.float64)
+
+
+def support_ci(
+    s: Support,
+    columns: Mapping[str, ArrayLike],
+    derive: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None,
+    *,
+    rs: Resampling = Resampling(),
+    W: np.ndarray | None = None,
+    strict: bool = False,
+) -> dict[str, dict[str, Any]]:
+    """Balanced aggregates of item-level ``columns`` on support ``s`` and any quantities
+    ``derive`` computes from them (differences, ratios of aggregates), each with a
+    parent-cluster percentile CI. Every resample recomputes the complete aggregation
+    (weights included); one ``W`` serves every column, so derived and paired statistics
+    are paired. A resample with an empty type or a zero denominator is undefined: counted
+    in ``n_undefined``, dropped from the percentiles (``strict``: the CI is undefined)."""
+    point = {k: s.agg(v) for k, v in columns.items()}
+    if derive is not None:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            point.update(derive(point))
+    boots: dict[str, np.ndarray] = {}
+    if rs.resamples and len(s):
+        W = support_draw(s, rs.resamples, rs.seed) if W is None else W
+        boots = {k: np.asarray(s.agg(v, W), dtype=float) for k, v in columns.items()}
+        if derive is not None:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                boots.update({k: np.asarray(v, dtype=float) for k, v in derive(boots).items()})
+    alpha = (1 - rs.level) / 2
+    out: dict[str, dict[str, Any]] = {}
+    for k, p in point.items():
+        b = boots.get(k)
+        low = high = float("nan")
+        n_undef = 0
+        if b is not None:
+            ok = np.isfinite(b)
+            n_undef = int((~ok).sum())
+            if ok.any() and not (strict and n_undef):
+                low, high = (float(q) for q in np.quantile(b[ok], [alpha, 1 - alpha]))
+        out[k] = {
+            "point": float(p),
+            "low": low,
+            "high": high,
+            "resamples": rs.resamples if b is not None else 0,
+            "n_undefined": n_undef,
+            "seed": rs.seed,
+            "level": rs.level,
+            "n": len(s),
+            "parents": len(s.parent_ids),
+            "types": s.type_ids,
+        }
+    return out

@@ -11,7 +11,9 @@ keeps failing raises ``EndpointFailingError`` (both ``TruthlineError``: exit 1).
 
 from __future__ import annotations
 
+import json
 import random
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +21,8 @@ from typing import Any
 from sqlalchemy import select
 
 from truthline import __version__
-from truthline.benchmark._baselines import support_of
+from truthline.benchmark import _protocol  # noqa: F401  (registers probe_protocol)
+from truthline.benchmark._baselines import rule_error, support_of
 from truthline.benchmark._gold import Gold, GoldItem, load_gold
 from truthline.benchmark._scoring import answer_fields, leaf_of, score_answer
 from truthline.errors import TruthlineError
@@ -66,23 +69,61 @@ def targets_of(project: Project, gold: Gold) -> list[str]:
     return seen
 
 
-def _public_item(project: Project, it: GoldItem) -> dict[str, Any]:
-    """What a model may see of an item: media and the declared public metadata only."""
-    allowed = set(project.benchmark.public_inputs)
+def _public_item(project: Project, it: GoldItem, control: str = "") -> dict[str, Any]:
+    """What a model may see of an item: media and the declared public metadata only,
+    typed (``public_meta``); the candidates in display order for ``control``; no media
+    under the no-image control."""
+    meta = public_meta(project, it)
+    if control == "reorder" and "candidates" in meta:
+        meta["candidates"] = reordered_candidates(meta["candidates"])
     return {
         "id": it.item_id,
         "key": it.key,
-        "meta": {k: v for k, v in it.meta.items() if k in allowed},
+        "meta": meta,
         "parent": None,
-        "media": it.media,
+        "media": [] if control == "no-image" else it.media,
         "media_root": it.media_root,
-        "sim_truth": it.sim_truth,
     }
 
 
+def public_meta(project: Project, it: GoldItem) -> dict[str, Any]:
+    """The item's declared public inputs, typed: a metadata CSV stores every cell as text,
+    so a cell holding a JSON array or object (candidates, an anchor box) is decoded; a cell
+    that looks like one but does not parse is an error naming the item and column."""
+    allowed = set(project.benchmark.public_inputs)
+    out: dict[str, Any] = {}
+    for k, v in it.meta.items():
+        if k not in allowed:
+            continue
+        if isinstance(v, str) and v.strip()[:1] in ("[", "{"):
+            try:
+                v = json.loads(v)
+            except json.JSONDecodeError as exc:
+                raise TruthlineError(
+                    f"item {it.key!r}: metadata column {k!r} is not valid JSON ({exc.msg} at "
+                    f"char {exc.pos}); fix the metadata CSV and import it again"
+                ) from None
+        out[k] = v
+    return out
+
+
+REORDER = "reverse"
+"""The declared candidate-reorder permutation (PHYSALIGN.md §11): the display order is
+reversed; aliases stay bound to their regions, so answers need no mapping back."""
+
+
+def reordered_candidates(cands: Any) -> Any:
+    """Candidates in the reorder control's display order (a list or an id -> region map)."""
+    if isinstance(cands, dict):
+        return dict(reversed(list(cands.items())))
+    if isinstance(cands, list):
+        return list(reversed(cands))
+    return cands
+
+
 def _reordered(project: Project, seed: int) -> Project:
-    """A copy whose taxonomy classes and choices are listed in a seeded random order
-    (the candidate-reordering input control)."""
+    """A copy whose taxonomy classes are listed in a seeded random order (the reorder
+    control for taxonomy answers; codes stay bound to their classes)."""
     rng = random.Random(seed)
     taxes = {}
     for name, tax in project.taxonomies.items():
@@ -92,14 +133,132 @@ def _reordered(project: Project, seed: int) -> Project:
     return project.model_copy(update={"taxonomies": taxes})
 
 
-def _given(project: Project, it: GoldItem) -> dict[str, Any]:
-    """+GT condition: the gold values of the declared perception field, handed to the model."""
-    f = project.benchmark.action_field
-    if not f:
+def candidate_ids(cands: Any) -> list[str]:
+    """Candidate ids (aliases) of a public candidates value, in display order."""
+    if isinstance(cands, dict):
+        return [str(k) for k in cands]
+    if isinstance(cands, list):
+        out = []
+        for c in cands:
+            if isinstance(c, dict):
+                out.append(str(c.get("alias", c.get("id", ""))))
+            else:
+                out.append(str(c))
+        return out
+    return []
+
+
+VERIFIED = ("blind_consensus", "adjudicated", "expert")
+"""Gold provenances that count as verified for a +GT input (PHYSALIGN.md §5 check 2):
+an adjudicator or expert decided, or blind annotators agreed, and then at least
+``MIN_BLIND`` of them (a single blind label is not verified); a VLM answer kept by one
+annotator is never handed to a model as truth."""
+MIN_BLIND = 2
+
+_ALIAS_TOKEN = re.compile(r"^[ERV][0-9]+$")
+
+
+def given_fields(project: Project) -> list[str]:
+    """Fields given as truth in the +GT condition: ``given_as_truth``, else ``action_field``."""
+    b = project.benchmark
+    fields = list(b.given_as_truth) or ([b.action_field] if b.action_field else [])
+    if not fields:
         raise TruthlineError(
-            "--condition gt needs [benchmark] action_field (the input given as ground truth)"
+            "--condition gt needs [benchmark] given_as_truth (the fields handed to the model "
+            "as ground truth, e.g. the reading) or action_field"
         )
-    return {p: v for p, v in it.values.items() if leaf_of(p) == f}
+    for f in fields:
+        project.field(f)  # raises with the field name when the project lacks it
+        if b.given_as_truth and f == b.ground_field:
+            raise TruthlineError(
+                f"[benchmark] given_as_truth names {f!r}, the grounding field the probe asks "
+                "for: an ownership fact is never admissible for the query it answers"
+            )
+    return fields
+
+
+def gold_sources(store: Store, snapshot: str, items: Sequence[GoldItem]) -> dict[int, dict]:
+    """Item id -> decision path -> the annotators behind that gold value."""
+    g = tables.gold
+    ids = [it.item_id for it in items]
+    out: dict[int, dict[str, list[str]]] = {}
+    with store.begin() as conn:
+        for k in range(0, len(ids), 500):
+            rows = conn.execute(
+                select(g.c.item_id, g.c.field_path, g.c.sources).where(
+                    g.c.snapshot == snapshot, g.c.item_id.in_(ids[k : k + 500])
+                )
+            ).all()
+            for iid, path, src in rows:
+                out.setdefault(int(iid), {})[path] = list(src or [])
+    return out
+
+
+def admissibility(
+    project: Project,
+    it: GoldItem,
+    fields: Sequence[str],
+    sources: dict[str, list[str]] | None = None,
+) -> str | None:
+    """Why the item's +GT input is not admissible (None: admissible). Model-independent: a
+    pure function of the gold, its provenance and sources and the public inputs, decided
+    before any run (PHYSALIGN.md §5). ``action_field`` projects check only that a value
+    exists. ``sources``: decision path -> annotators behind the gold value."""
+    given = {p: v for p, v in it.values.items() if leaf_of(p) in fields}
+    strict = bool(project.benchmark.given_as_truth)
+    meta = public_meta(project, it) if strict else {}
+    anchor = meta.get("anchor")
+    if strict and (
+        str(meta.get("probe_type", "")).endswith("-text")
+        or (isinstance(anchor, dict) and anchor.get("kind") == "text_span")
+    ):
+        return "text_anchor"  # check 7: the span is already public, nothing to supply
+    if not any(v not in (None, "", []) for v in given.values()):
+        return "no_gold_value"
+    if not strict:
+        return None
+    for p in given:
+        prov = it.provenance.get(p)
+        n_src = len((sources or {}).get(p, []))
+        if prov not in VERIFIED or (prov == "blind_consensus" and n_src < MIN_BLIND):
+            return "unverified"  # check 2: verified by two blind annotators (or adjudicated)
+    cands = meta.get("candidates")
+    ids = {c.upper() for c in candidate_ids(cands)}
+    descs = [
+        str(c.get("description", ""))
+        for c in (cands.values() if isinstance(cands, dict) else cands or [])
+        if isinstance(c, dict)
+    ]
+    for v in given.values():
+        text = str(v).strip()
+        if _ALIAS_TOKEN.match(text.upper()) or text.upper() in ids:
+            return "role_content"  # check 3: an alias token would name a candidate
+        if any(text and text in d for d in descs):
+            return "description_leak"  # check 5: string matching alone would pick one
+    return None
+
+
+def _given(project: Project, it: GoldItem, fields: Sequence[str]) -> dict[str, Any]:
+    """+GT condition: the gold values of the given fields (the item's perception part)."""
+    return {p: v for p, v in it.values.items() if leaf_of(p) in fields}
+
+
+def given_block(project: Project, it: GoldItem, given: dict[str, Any]) -> str:
+    """The given-as-truth block appended to the prompt: ``local_reading`` records
+    ``{anchor_id, text}`` for the probe's anchor (no role content), else ``path = value``."""
+    anchor = public_meta(project, it).get("anchor")
+    aid = anchor.get("anchor_id", "R1") if isinstance(anchor, dict) else None
+    if project.benchmark.given_as_truth and aid:
+        recs = [{"anchor_id": aid, "text": str(v)} for _, v in sorted(given.items())]
+        return "Given as ground truth (do not change it):\nlocal_reading = " + json.dumps(recs)
+    lines = "\n".join(f"- {p} = {v}" for p, v in sorted(given.items()))
+    return f"Given as ground truth (do not change these):\n{lines}"
+
+
+NO_IMAGE_NOTE = (
+    "No image is attached (input control no-image): answer from the text, the anchor "
+    "coordinates and the candidate geometry given above."
+)
 
 
 def build_requests(
@@ -125,6 +284,7 @@ def build_requests(
         top.append(conf)
     fields = {n: project.field_types[n] for n in top}
     view = _reordered(project, seed) if control == "reorder" else project
+    gfields = given_fields(project) if condition == "gt" else []
     settings = default_settings(
         project, variant=variant, condition=condition, control=control or None
     )
@@ -138,7 +298,7 @@ def build_requests(
         ctx["entities"] = _entity_ids(project, it)
         req = item_requests(
             view,
-            [_public_item(project, it)],
+            [_public_item(project, it, control)],
             purpose="benchmark",
             settings=settings,
             template=variant,
@@ -147,11 +307,11 @@ def build_requests(
         req.fields = fields
         if control == "no-image":
             req.images = []
+            req.user += f"\n\n{NO_IMAGE_NOTE}"
         if condition == "gt":
-            given = _given(project, it)
+            given = _given(project, it, gfields)
             req.context["given"] = given
-            lines = "\n".join(f"- {p} = {v}" for p, v in sorted(given.items()))
-            req.user += f"\n\nGiven as ground truth (do not change these):\n{lines}"
+            req.user += "\n\n" + given_block(project, it, given)
         out.append(req)
     return out
 
@@ -204,8 +364,27 @@ def run_benchmark(
             f"gold snapshot {gold.snapshot[:12]} has no decisions in slice {cfg.gold!r}"
         )
     targets = targets_of(project, gold)
+    excluded: dict[str, list[str]] = {}
     if cfg.condition == "gt":
-        targets = [t for t in targets if t != project.benchmark.action_field]
+        # +GT: the given fields are not scored; items whose +GT input is not admissible
+        # are left out of the +GT support and counted (decided before any model answers)
+        gfields = given_fields(project)
+        targets = [t for t in targets if t not in gfields]
+        kept = []
+        srcs = gold_sources(store, gold.snapshot, items)
+        for it in items:
+            why = admissibility(project, it, gfields, srcs.get(it.item_id))
+            if why is None:
+                kept.append(it)
+            else:
+                excluded.setdefault(why, []).append(it.key)
+        items = kept
+        if not items:
+            raise TruthlineError(
+                "--condition gt: no item has an admissible +GT input ("
+                + ", ".join(f"{k}: {len(v)}" for k, v in sorted(excluded.items()))
+                + "); see PHYSALIGN.md §5"
+            )
     run_id = cfg.run_id or default_run_id(project, gold, cfg)
     manifest = _open_run(store, project, run_id, gold, cfg, targets)
     seed = project.benchmark.seed
@@ -260,6 +439,21 @@ def run_benchmark(
             _close_run(store, run_id, manifest)
             raise
         entry = manifest["entries"].get(entry_key) or _entry(alias, spec, variant, cfg, [])
+        if cfg.condition == "gt":
+            entry["gt_support"] = {
+                "given": given_fields(project),
+                "admissible": len(items),
+                "excluded": {k: len(v) for k, v in sorted(excluded.items())},
+                "excluded_items": {k: sorted(v) for k, v in sorted(excluded.items())},
+                "verified_provenance": list(VERIFIED),
+                "min_blind_sources": MIN_BLIND,
+            }
+        if cfg.control:
+            entry["control_spec"] = (
+                {"reorder": REORDER}
+                if cfg.control == "reorder"
+                else {"no-image": "no attachment; the prompt says so"}
+            )
         entry["prompt_hashes"] = sorted(set(entry["prompt_hashes"]) | set(prompt_hashes))
         entry["settings"] = reqs[0].settings if reqs else entry.get("settings")
         entry["simulated"] = any(r.simulated for r in results) or entry.get("simulated", False)
@@ -413,6 +607,11 @@ class _ResultWriter:
                 it = self.by_id.get(req.item_id)
                 if it is None:
                     continue
+                scores = _scores(self.project, it, res, self.targets)
+                status = res.status
+                crash = rule_error(res.raw) if res.status == "model_failure" else None
+                if crash is not None:  # a rule that raised: this item's error, named
+                    status, scores["reason"] = "error", crash
                 rows[it.item_id] = dict(
                     run_id=self.run_id,
                     model=self.model,
@@ -421,8 +620,8 @@ class _ResultWriter:
                     condition=self.cfg.condition,
                     control=self.cfg.control,
                     response_id=res.response_id or None,
-                    status=res.status,
-                    scores=_scores(self.project, it, res, self.targets),
+                    status=status,
+                    scores=scores,
                 )
         if not rows:
             return

@@ -8,6 +8,8 @@ value is, entity lists have ``.subfields``), ``taxonomies`` (name -> Taxonomy) a
 
 from __future__ import annotations
 
+import contextlib
+import json
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
@@ -44,6 +46,19 @@ def render_template(path: Path, context: dict[str, Any]) -> str:
         ) from None
 
 
+def typed_meta(meta: dict[str, Any] | None) -> dict[str, Any]:
+    """Item metadata with JSON cells decoded: a metadata CSV stores every cell as text, so
+    candidates or an anchor box arrive as ``'{"A": ...}'``; templates and rules need the
+    structure. A cell that does not parse stays text."""
+    out: dict[str, Any] = {}
+    for k, v in (meta or {}).items():
+        if isinstance(v, str) and v.strip()[:1] in ("[", "{"):
+            with contextlib.suppress(json.JSONDecodeError):
+                v = json.loads(v)
+        out[k] = v
+    return out
+
+
 def _default_user(project: Any, n_images: int) -> str:
     lines = [f"You are shown {n_images} image(s). Answer with exactly one JSON object with keys:"]
     lines += [f'- "{n}": {f.describe}' for n, f in project.field_types.items()]
@@ -61,7 +76,7 @@ def render_prompt(
         "item": {
             "id": item.get("id"),
             "key": item.get("key"),
-            "meta": item.get("meta") or {},
+            "meta": typed_meta(item.get("meta")),
             "parent": item.get("parent"),
             "media": item.get("media") or [],
         },
@@ -105,7 +120,10 @@ def item_requests(
     for it in items:
         system, user = render_prompt(project, it, template=template)
         root = Path(it.get("media_root") or ".")
-        ctx = {"sim_truth": it.get("sim_truth"), "meta": it.get("meta") or {}, "key": it.get("key")}
+        ctx = {
+            "meta": typed_meta(it.get("meta")),
+            "key": it.get("key"),
+        }
         if template:
             ctx["variant"] = template
         ctx.update(context or {})

@@ -115,6 +115,10 @@ class BenchmarkSettings(_Strict):
     """Metadata column splitting items into the two sets of rank transfer."""
     hard_rule: str | None = None
     """Rule baseline whose failures define the hard subset (default: the run's first rule)."""
+    given_as_truth: list[str] = []
+    """+GT condition: fields whose verified gold is handed to the model as given (the probe's
+    perception part, e.g. the reading), only where admissible (PHYSALIGN.md §5); falls back
+    to ``action_field``."""
 
 
 class Project(_Strict):

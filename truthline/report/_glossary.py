@@ -280,6 +280,14 @@ _ENTRIES: list[tuple[str, str, str]] = [
         "net accuracy change, repairs (wrong → right) and harms (right → wrong).",
     ),
     (
+        "probe_protocol",
+        "probe protocol (PhysAlign)",
+        "Per model on its own supports, balanced over parents within probe type and types "
+        "equally, with parent-cluster CIs: grounding (G), read-and-ground cells on L, "
+        "Base vs +GT repairs and harms on P_m, model vs nearest-region and random rules on "
+        "H and H_hard, and input controls.",
+    ),
+    (
         "open_similarity",
         "open-answer similarity",
         "Cosine similarity of answer and reference "

@@ -1,0 +1,118 @@
+"""Minimal generated PhysAlign probe items for tests (until truthline.physalign's generated
+problems land): a matplotlib diagram per parent problem with labelled blocks, one probe per
+label (T03-image), plus a T03-text probe per parent whose anchor is a text span. Gold is
+known by construction; geometry is in pixels, origin top-left."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+
+def make_items(root: Path, n_parents: int = 4) -> tuple[Path, list[dict[str, Any]]]:
+    """Write ``root/media/*.png`` and ``root/meta.csv``; return the CSV path and one truth
+    row per item (key, parent, reading, candidate, probe_type)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    media = root / "media"
+    media.mkdir(parents=True, exist_ok=True)
+    W, H = 200, 100
+    rows: list[dict[str, Any]] = []
+    truth: list[dict[str, Any]] = []
+    for p in range(n_parents):
+        # three blocks A, B, C side by side; each carries a mass label just above it
+        blocks = {"A": [10, 50, 40, 30], "B": [80, 50, 40, 30], "C": [150, 50, 40, 30]}
+        labels = {"A": f"m_{p + 1}", "B": f"{p + 2} kg", "C": "M"}
+        text = f"Blocks A, B and C rest on a table. Block B has mass {p + 2} kg."
+        # parent p: probe of label over block k, the label drawn at its block's top edge;
+        # the last parent's "M" label sits between B and C, closer to B (a hard item)
+        for alias, (x, y, w, _h) in blocks.items():
+            lx, ly = x + w / 2, y - 8
+            if p == n_parents - 1 and alias == "C":
+                lx = 128.0  # nearer B's box than C's: the nearest-region rule fails here
+            key = f"p{p}_{alias}"
+            fig = plt.figure(figsize=(W / 50, H / 50), dpi=50)
+            ax = fig.add_axes((0, 0, 1, 1))
+            ax.set_xlim(0, W)
+            ax.set_ylim(H, 0)
+            ax.axis("off")
+            for bx, by, bw, bh in blocks.values():
+                ax.add_patch(plt.Rectangle((bx, by), bw, bh, fill=False))
+            ax.text(lx, ly, labels[alias], ha="center", va="center", fontsize=6)
+            fig.savefig(media / f"{key}.png")
+            plt.close(fig)
+            rows.append(
+                {
+                    "key": key,
+                    "problem": f"par{p}",
+                    "domain": "statics",
+                    "probe_type": "T03-image",
+                    "problem_text": text,
+                    "question": "What is the content at R1, and to which candidate entity "
+                    "does it belong?",
+                    "anchor": json.dumps(
+                        {
+                            "anchor_id": "R1",
+                            "kind": "image_region",
+                            "bbox": [lx - 10, ly - 4, 20, 8],
+                        }
+                    ),
+                    "candidates": json.dumps({a: {"bbox": b} for a, b in blocks.items()}),
+                }
+            )
+            truth.append(
+                {
+                    "key": key,
+                    "parent": f"par{p}",
+                    "reading": labels[alias],
+                    "candidate": alias,
+                    "probe_type": "T03-image",
+                }
+            )
+        # a text-anchored probe: "{p+2} kg" in the problem text belongs to B (never +GT)
+        start = text.index(f"{p + 2} kg")
+        key = f"p{p}_text"
+        fig = plt.figure(figsize=(W / 50, H / 50), dpi=50)
+        fig.savefig(media / f"{key}.png")
+        plt.close(fig)
+        span = text[start : start + len(f"{p + 2} kg")]
+        rows.append(
+            {
+                "key": key,
+                "problem": f"par{p}",
+                "domain": "statics",
+                "probe_type": "T03-text",
+                "problem_text": text,
+                "question": "To which candidate entity does the quantity at R1 belong?",
+                "anchor": json.dumps(
+                    {
+                        "anchor_id": "R1",
+                        "kind": "text_span",
+                        "start": start,
+                        "end": start + len(span),
+                        "text": span,
+                    }
+                ),
+                "candidates": json.dumps({a: {"bbox": b} for a, b in blocks.items()}),
+            }
+        )
+        truth.append(
+            {
+                "key": key,
+                "parent": f"par{p}",
+                "reading": None,  # T03-text probes are never scored for reading
+                "candidate": "B",
+                "probe_type": "T03-text",
+            }
+        )
+    csv_path = root / "meta.csv"
+    with csv_path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return csv_path, truth

@@ -1,0 +1,248 @@
+"""The PhysAlign probe protocol on the shipped physics-diagrams template (issue 15): +GT
+runs with model-independent admissibility and exclusion counts, repairs/harms on P_m, the
+prompt's public probe fields, the reorder and no-image controls, and rule baselines that
+get typed inputs and whose crashes are errors of their item (PHYSALIGN.md §5, §9-11, §13).
+The workspace is built through the real CLI (items import, audit import-table, finalize)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.benchmark.physalign_items import make_items
+from truthline.benchmark import RunConfig, across_metrics, load_gold, run_benchmark
+from truthline.benchmark._runner import build_requests, targets_of
+from truthline.cli import app
+from truthline.models._stub import StubServer
+from truthline.store import tables
+from truthline.workspace import Workspace
+
+SINGLE = "p0_A"  # one blind annotator only: not verified
+ROLE = "p1_C"  # its gold reading "C" is a candidate alias: role content
+LEAK = "p2_A"  # its reading occurs in a public candidate description
+
+
+@pytest.fixture(scope="module")
+def physics(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("physics")
+    r = CliRunner()
+    env = {"TRUTHLINE_WORKSPACE": str(tmp / "ws")}
+
+    def ok(*args: str) -> str:
+        res = r.invoke(app, list(args), env=env)
+        assert res.exit_code == 0, f"{args}: {res.output}"
+        return res.output
+
+    ok("init", "physics-diagrams")
+    meta, truth = make_items(tmp / "data", n_parents=4)
+    rows = list(csv.DictReader(meta.open()))
+    for row in rows:
+        if row["key"] == LEAK:
+            cands = json.loads(row["candidates"])
+            cands["A"]["description"] = "the block marked m_3"
+            row["candidates"] = json.dumps(cands)
+    with meta.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    for t in truth:
+        if t["key"] == ROLE:
+            t["reading"] = "C"
+    ok("items", "import", str(tmp / "data" / "media"), "--metadata", str(meta))
+    gold = [
+        {"item": t["key"], "field": f, "annotator": a, "arm": "blind", "value": t[f]}
+        for t in truth
+        for f in ("reading", "candidate")
+        if t[f] is not None
+        for a in (("ann_a",) if t["key"] == SINGLE else ("ann_a", "ann_b"))
+    ]
+    gpath = tmp / "gold.csv"
+    with gpath.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(gold[0]))
+        w.writeheader()
+        w.writerows(gold)
+    ok("audit", "import-table", str(gpath))
+    ok("audit", "finalize")
+    ws = Workspace.from_env(tmp / "ws")
+    return ws, ws.project("physics-diagrams"), {t["key"]: t for t in truth}
+
+
+def _stub() -> StubServer:
+    def answer(body: dict[str, Any]) -> str:
+        text = json.dumps(body)
+        cand = "A" if "local_reading" in text else "B"
+        return json.dumps({"reading": "M", "candidate": cand, "confidence": 0.5})
+
+    return StubServer(answer=answer).start()
+
+
+def _results(ws: Workspace, run_id: str, model: str, condition: str = "base", control: str = ""):
+    r = tables.run_results
+    with ws.store.begin() as conn:
+        rows = conn.execute(
+            r.select().where(
+                r.c.run_id == run_id,
+                r.c.model == model,
+                r.c.condition == condition,
+                r.c.control == control,
+            )
+        ).all()
+    return rows
+
+
+def _keys(ws: Workspace) -> dict[int, str]:
+    with ws.store.begin() as conn:
+        return dict(
+            conn.execute(
+                tables.items.select().with_only_columns(tables.items.c.id, tables.items.c.key)
+            ).all()
+        )
+
+
+def test_gt_runs_on_the_shipped_template_with_admissibility_and_transitions(physics):
+    ws, project, truth = physics
+    stub = _stub()
+    try:
+        spec = f"openai:vlm@{stub.url}"
+        run_benchmark(ws.store, project, RunConfig([spec], run_id="gt1"), progress=False)
+        man = run_benchmark(
+            ws.store, project, RunConfig([spec], condition="gt", run_id="gt1"), progress=False
+        )
+        gt_texts = [e.text for e in stub.log if "local_reading" in e.text]
+    finally:
+        stub.stop()
+    sup = man["entries"]["openai:vlm||gt|"]["gt_support"]
+    assert sup["given"] == ["reading"]
+    assert sup["excluded"] == {
+        "description_leak": 1,
+        "role_content": 1,
+        "text_anchor": 4,
+        "unverified": 1,
+    }
+    assert sup["excluded_items"]["unverified"] == [SINGLE]
+    assert sup["admissible"] == 16 - 7
+    # the given block is the anchor's verified reading, as a local_reading record
+    assert len(gt_texts) == 9
+    assert any('local_reading = [{"anchor_id": "R1", "text": "M"}]' in t for t in gt_texts)
+    keys = _keys(ws)
+    gt_rows = _results(ws, "gt1", "openai:vlm", "gt")
+    assert {keys[r.item_id] for r in gt_rows}.isdisjoint({SINGLE, ROLE, LEAK})
+    # the reading is given, so +GT rows are scored on the grounding only
+    assert all({d["field"] for d in r.scores["decisions"]} == {"candidate"} for r in gt_rows)
+    pm = across_metrics(ws.store, project, "gt1", names=["probe_protocol"])
+    pm = pm["metrics"]["probe_protocol"]["models"]["openai:vlm"]["P_m"]
+    # stub: B at Base, A under +GT -> repairs = gold A, harms = gold B on P_m
+    pkeys = {keys[r.item_id] for r in gt_rows}
+    gold = [truth[k]["candidate"] for k in pkeys]
+    assert pm["N"] == len(pkeys) == 9
+    assert pm["counts"]["repairs"] == gold.count("A")
+    assert pm["counts"]["harms"] == gold.count("B")
+    assert pm["net"]["point"] == pytest.approx(pm["repair"]["point"] - pm["harm"]["point"])
+    assert pm["repair_rate"]["point"] == pytest.approx(
+        pm["repair"]["point"] / (1 - pm["base"]["point"])
+    )
+    assert pm["harm_rate"]["low"] <= pm["harm_rate"]["point"] <= pm["harm_rate"]["high"]
+
+
+def test_gt_without_anything_given_says_what_to_declare(physics):
+    ws, project, _ = physics
+    bare = project.model_copy(
+        update={"benchmark": project.benchmark.model_copy(update={"given_as_truth": []})}
+    )
+    with pytest.raises(Exception, match="given_as_truth"):
+        run_benchmark(
+            ws.store,
+            bare,
+            RunConfig(["rule:majority"], condition="gt", run_id="gt0"),
+            progress=False,
+        )
+
+
+def _requests(project, ws, **kw):
+    gold = load_gold(ws.store, project.name)
+    items = [it for it in gold.items if it.key == "p1_A"]
+    return build_requests(
+        project,
+        items,
+        targets_of(project, gold),
+        variant=None,
+        condition="base",
+        seed=0,
+        **kw,
+    )[0]
+
+
+def test_prompt_shows_the_public_probe_and_reorder_changes_the_display_order(physics):
+    ws, project, _ = physics
+    base = _requests(project, ws, control="")
+    for part in (
+        "Blocks A, B and C rest on a table",
+        "Evidence anchor R1",
+        "What is the content at R1",
+        "[10, 50, 40, 30]",
+    ):
+        assert part in base.user
+    order = re.findall(r"^- ([A-E]): region", base.user, re.M)
+    assert order == ["A", "B", "C"]
+    rev = _requests(project, ws, control="reorder")
+    assert rev.user != base.user
+    assert re.findall(r"^- ([A-E]): region", rev.user, re.M) == ["C", "B", "A"]
+    # aliases stay bound to their regions: the same alias, the same box
+    assert "- A: region bbox [x, y, w, h] = [10, 50, 40, 30]" in rev.user
+    none = _requests(project, ws, control="no-image")
+    assert none.images == [] and base.images
+    assert "No image is attached" in none.user and "(no image is attached)" in none.user
+
+
+def test_nearest_region_gets_typed_inputs_and_scores_the_same_under_reorder(physics):
+    ws, project, truth = physics
+    for control in ("", "reorder"):
+        run_benchmark(
+            ws.store,
+            project,
+            RunConfig(["rule:nearest-region"], control=control, run_id="rule1"),
+            progress=False,
+        )
+    keys = _keys(ws)
+    got = {}
+    for control in ("", "reorder"):
+        rows = _results(ws, "rule1", "rule:nearest-region", control=control)
+        assert len(rows) == 16 and {r.status for r in rows} == {"parsed"}
+        got[control] = {
+            keys[r.item_id]: next(d for d in r.scores["decisions"] if d["field"] == "candidate")
+            for r in rows
+        }
+    base = got[""]
+    # image probes: nearest block, except the label drawn nearer B than its own block C
+    for k, d in base.items():
+        if truth[k]["probe_type"] == "T03-image":
+            assert d["pred"] == ("B" if k == "p3_C" else truth[k]["candidate"]), k
+    assert {k: d["correct"] for k, d in got["reorder"].items()} == {
+        k: d["correct"] for k, d in base.items()
+    }
+
+
+def test_a_rule_that_raises_is_an_error_of_its_item_naming_the_exception(physics):
+    ws, project, _ = physics
+    rules = project.root / "rules.py"
+    text = rules.read_text()
+    rules.write_text(
+        text
+        + '\n\n@rule("crash")\ndef _crash(request, support):\n'
+        + '    raise ValueError("candidate geometry unreadable")\n'
+    )
+    try:
+        run_benchmark(ws.store, project, RunConfig(["rule:crash"], run_id="crash1"), progress=False)
+    finally:
+        rules.write_text(text)
+    rows = _results(ws, "crash1", "rule:crash")
+    assert len(rows) == 16
+    assert {r.status for r in rows} == {"error"}
+    assert all("ValueError: candidate geometry unreadable" in r.scores["reason"] for r in rows)
+    # an error stays in the denominator: every decision scored wrong
+    assert all(not d["correct"] for r in rows for d in r.scores["decisions"])

@@ -1,0 +1,255 @@
+"""The PhysAlign reporting checklist per model (PHYSALIGN.md §13) as one metric across
+the entries of a run: ``probe_protocol``.
+
+Supports (§1): G = items with a grounding decision; L = T03-image items that also have a
+reading decision; P_m = T03-image items with both a Base and a +GT record of the model;
+H = items where the frozen nearest-region rule is applicable; H_hard = those it gets wrong
+(from public geometry and gold only, never from a model). Every number is a balanced
+aggregate (§7.2: parents within type, types equally) on the observed support, with a
+parent-cluster bootstrap CI (§8); paired quantities share one draw. Infra-missing answers
+are not in the decisions, so they leave the support and show as coverage N/n.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from truthline.benchmark import _metrics as M
+from truthline.benchmark._baselines import NEAREST_RULE, nearest_region
+from truthline.benchmark._registry import RunScored, metric
+from truthline.models._prompt import typed_meta
+
+T03_IMAGE = "T03-image"
+
+
+def _type_col(v: RunScored) -> str | None:
+    cols = [c for c in v.settings.balance if c != "parent"]
+    return cols[0] if cols else None
+
+
+def _items(v: RunScored, label: str) -> pd.DataFrame:
+    """One row per item of an entry: parent, type, meta, G (grounding correct), C (reading
+    correct, NaN when the item has no reading decision), status."""
+    d = v.entries[label].decisions
+    gf, rf = v.settings.ground_field, v.settings.read_field
+    if not len(d) or not gf:
+        return pd.DataFrame(columns=["item_id", "parent", "type", "meta", "G", "C", "status"])
+    tcol = _type_col(v)
+    g = d[d["field"] == gf].drop_duplicates("item_id").set_index("item_id")
+    rows = pd.DataFrame(
+        {
+            "item_id": g.index,
+            "parent": g["parent"].fillna(pd.Series(g.index.astype(str), index=g.index)).astype(str),
+            "type": [str((m or {}).get(tcol, "")) if tcol else "" for m in g["meta"]],
+            "meta": [typed_meta(m) for m in g["meta"]],
+            "gold": g["gold"].tolist(),
+            "G": g["correct"].astype(float).to_numpy(),
+            "status": g["status"].tolist(),
+        }
+    ).reset_index(drop=True)
+    if rf:
+        r = d[d["field"] == rf].drop_duplicates("item_id").set_index("item_id")["correct"]
+        rows["C"] = rows["item_id"].map(r.astype(float))
+    else:
+        rows["C"] = np.nan
+    return rows
+
+
+def _ci(v: RunScored, rows: pd.DataFrame, cols: dict[str, Any], derive: Any = None) -> Any:
+    s = M.Support.of(rows["parent"].tolist(), rows["type"].tolist())
+    rs = M.Resampling(v.rs.resamples, v.rs.seed, v.rs.level)
+    return M.support_ci(s, cols, derive, rs=rs)
+
+
+def _entries(v: RunScored) -> dict[tuple[str, str], dict[tuple[str, str], str]]:
+    """(model, variant) -> (condition, control) -> entry label (rule baselines included:
+    their own G, L and H rows sit beside the models')."""
+    out: dict[tuple[str, str], dict[tuple[str, str], str]] = {}
+    for lab in v.models(rules=True):
+        model, variant, cond, control = v.keys.get(lab, (lab, "", "base", ""))
+        out.setdefault((model, variant), {})[(cond, control)] = lab
+    return out
+
+
+def _n_items(v: RunScored) -> int:
+    ids: set[Any] = set()
+    for s in v.entries.values():
+        if len(s.decisions):
+            ids |= set(s.decisions["item_id"])
+    return len(ids)
+
+
+def _coverage(rows: pd.DataFrame, n: int) -> dict[str, Any]:
+    st = rows["status"].value_counts().to_dict() if len(rows) else {}
+    return {
+        "N": len(rows),
+        "n": n,
+        "scored": int(st.get("parsed", 0)),
+        "model_failure": int(st.get("model_failure", 0)),
+        "error": int(st.get("error", 0)),
+        "infra_missing": n - len(rows),
+    }
+
+
+def _L(rows: pd.DataFrame) -> pd.DataFrame:
+    return rows[(rows["type"].isin([T03_IMAGE, ""])) & rows["C"].notna()].reset_index(drop=True)
+
+
+def _four(v: RunScored, rows: pd.DataFrame) -> dict[str, Any]:
+    if not len(rows):
+        return {"n": 0}
+    C, G = rows["C"].to_numpy(), rows["G"].to_numpy()
+    out = _ci(
+        v,
+        rows,
+        {"CAcc": C, "GAcc_L": G, "JAcc": C * G, "C-G+": (1 - C) * G, "C-G-": (1 - C) * (1 - G)},
+        lambda a: {
+            "C+G-": a["CAcc"] - a["JAcc"],
+            "P(G|C)": a["JAcc"] / a["CAcc"],
+            "err(G|C)": (a["CAcc"] - a["JAcc"]) / a["CAcc"],
+        },
+    )
+    out["n"] = len(rows)
+    return out
+
+
+def _geometry(rows: pd.DataFrame) -> pd.DataFrame:
+    """H membership, the rule's hit h_j and K_j per item, from public geometry and gold."""
+    app, hit, K = [], [], []
+    for meta, gold in zip(rows["meta"], rows["gold"], strict=True):
+        try:
+            nr = nearest_region(meta)
+        except (ValueError, TypeError, KeyError):
+            nr = None
+        app.append(bool(nr and nr.applicable))
+        hit.append(float(bool(nr and nr.alias is not None and str(nr.alias) == str(gold))))
+        K.append(len(nr.distances) if nr and nr.distances else np.nan)
+    return rows.assign(H=app, h=hit, K=K)
+
+
+def _model(v: RunScored, conds: dict[tuple[str, str], str], n: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    ref = conds.get(("base", ""))
+    if ref is None:
+        return {"note": "no Base entry"}
+    base = _items(v, ref)
+    out["G"] = {
+        "coverage": _coverage(base, n),
+        **(_ci(v, base, {"GAcc": base["G"].to_numpy()}) if len(base) else {}),
+    }
+    L = _L(base)
+    out["L"] = _four(v, L)
+    # P_m: T03-image probes with both records (paired Base/+GT), §10
+    gt = conds.get(("gt", ""))
+    if gt is not None:
+        g = _items(v, gt)[["item_id", "G"]].rename(columns={"G": "Gg"})
+        P = base[base["type"].isin([T03_IMAGE, ""])].merge(g, on="item_id")
+        if len(P):
+            b, gg = P["G"].to_numpy(), P["Gg"].to_numpy()
+            res = _ci(
+                v,
+                P,
+                {
+                    "base": b,
+                    "gt": gg,
+                    "repair": (1 - b) * gg,
+                    "harm": b * (1 - gg),
+                    "stay_right": b * gg,
+                    "stay_wrong": (1 - b) * (1 - gg),
+                    "base_wrong": 1 - b,
+                },
+                lambda a: {
+                    "net": a["gt"] - a["base"],
+                    "repair_rate": a["repair"] / a["base_wrong"],
+                    "harm_rate": a["harm"] / a["base"],
+                },
+            )
+            res.pop("base_wrong")
+            res["counts"] = {
+                "repairs": int(((1 - b) * gg).sum()),
+                "harms": int((b * (1 - gg)).sum()),
+                "stay_right": int((b * gg).sum()),
+                "stay_wrong": int(((1 - b) * (1 - gg)).sum()),
+            }
+            res["N"], res["n_base"], res["n_gt"] = len(P), len(base), len(g)
+            out["P_m"] = res
+        else:
+            out["P_m"] = {"N": 0, "note": "no T03-image item has both a Base and a +GT record"}
+    # H and H_hard (§9): same support, same weights for the model and the baselines
+    geo = _geometry(base)
+    H = geo[geo["H"]].reset_index(drop=True)
+    if len(H):
+        out["H"] = _ci(
+            v,
+            H,
+            {"model": H["G"].to_numpy(), "nearest": H["h"].to_numpy(), "random": 1 / H["K"]},
+            lambda a: {"model-nearest": a["model"] - a["nearest"]},
+        )
+        hard = H[H["h"] == 0].reset_index(drop=True)
+        if len(hard):
+            out["H_hard"] = _ci(
+                v,
+                hard,
+                {"model": hard["G"].to_numpy(), "random": 1 / hard["K"]},
+                lambda a: {"model-random": a["model"] - a["random"]},
+            )
+            out["H_hard_L"] = _four(v, _L(hard))
+        else:
+            out["H_hard"] = {"N": 0}
+    else:
+        out["H"] = {"N": 0, "note": "the nearest-region rule is applicable to no item"}
+    # input controls (§11): delta = Agg(G^ctrl) - Agg(G^ref) on items with both records
+    ctrls: dict[str, Any] = {}
+    for (cond, control), lab in conds.items():
+        if cond != "base" or not control:
+            continue
+        c = _items(v, lab)[["item_id", "G"]].rename(columns={"G": "Gc"})
+        S = base.merge(c, on="item_id")
+        if not len(S):
+            continue
+        r, k = S["G"].to_numpy(), S["Gc"].to_numpy()
+        res = _ci(
+            v,
+            S,
+            {"reference": r, "control": k},
+            lambda a: {"delta": a["control"] - a["reference"]},
+        )
+        res["counts"] = {
+            "changed_right_to_wrong": int((r * (1 - k)).sum()),
+            "changed_wrong_to_right": int(((1 - r) * k).sum()),
+        }
+        res["N"] = len(S)
+        ctrls[control] = res
+    if ctrls:
+        out["controls"] = ctrls
+    return out
+
+
+@metric("probe_protocol", across=True)
+def _probe_protocol(v: RunScored) -> dict[str, Any]:
+    """PHYSALIGN.md §13 per model: G (coverage, GAcc), L (CAcc, JAcc, the four cells,
+    P(G|C), err(G|C)), P_m (Base/+GT, net, repairs/harms, rates), H (model vs nearest and
+    random), H_hard (model vs random, C+G- and err(G|C) on H_hard ∩ L), input controls;
+    balanced aggregation with parent-cluster CIs."""
+    if not v.settings.ground_field:
+        return {"value": None, "note": "needs [benchmark] ground_field (and read_field)"}
+    n = _n_items(v)
+    models = {
+        model + (f"|{variant}" if variant else ""): _model(v, conds, n)
+        for (model, variant), conds in _entries(v).items()
+    }
+    if not models:
+        return {"value": None, "note": "no model entries in this run"}
+    return {
+        "value": None,
+        "models": models,
+        "manifest": {
+            "nearest_rule": NEAREST_RULE,
+            "aggregation": "balanced: parents within probe type, types equal (PHYSALIGN §7.2)",
+            "type_column": _type_col(v),
+            "bootstrap": {"resamples": v.rs.resamples, "seed": v.rs.seed, "unit": "parent"},
+        },
+    }
