@@ -10,13 +10,63 @@ decision is wrong and stays in the denominator.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from truthline.fields import EntityList
 from truthline.project import Project
 
 _ENTITY_PATH = re.compile(r"^(?P<name>[^\[\].]+)\[(?P<eid>[^\]]*)\]\.(?P<sub>.+)$")
+
+
+READ_RULES = (
+    "nfc",
+    "ws",
+    "math_delims",
+    "subsup_braces",
+    "unicode_minus",
+    "num_unit_space",
+    "eq_space",
+)
+"""PHYSALIGN.md §6.3's normalization rules, in the order N applies them (then ``ws`` again)."""
+
+_SUB = str.maketrans("₀₁₂₃₄₅₆₇₈₉₊₋", "0123456789+-")
+_SUP = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻", "0123456789+-")
+_SUB_RUN = re.compile("[₀-₉₊₋]+")
+_SUP_RUN = re.compile("[⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻]+")
+_BRACED = re.compile(r"([_^])\{([^{}]*)\}")
+
+
+def _script(mark: str, body: str) -> str:
+    """One canonical form of a sub/superscript: bare for one character, braced otherwise."""
+    return f"{mark}{body}" if len(body) == 1 else f"{mark}{{{body}}}"
+
+
+def read_normal_form(text: str, rules: Sequence[str]) -> str:
+    """N(text) of PHYSALIGN.md §6.3: the declared rules in the spec's order, then ``ws``.
+    Digits, sign, case, units and the presence of a sub/superscript stay significant."""
+    out = text
+    for rule in [r for r in READ_RULES if r in rules] + (["ws"] if "ws" in rules else []):
+        if rule == "nfc":
+            out = unicodedata.normalize("NFC", out)
+        elif rule == "ws":
+            out = re.sub(r"\s+", " ", out).strip()
+        elif rule == "math_delims":
+            m = re.fullmatch(r"\s*(?:\$(.*)\$|\\\((.*)\\\))\s*", out, re.S)
+            if m:
+                out = m.group(1) if m.group(1) is not None else m.group(2)
+        elif rule == "subsup_braces":
+            out = _SUB_RUN.sub(lambda m: _script("_", m.group(0).translate(_SUB)), out)
+            out = _SUP_RUN.sub(lambda m: _script("^", m.group(0).translate(_SUP)), out)
+            out = _BRACED.sub(lambda m: _script(m.group(1), m.group(2)), out)
+        elif rule == "unicode_minus":
+            out = out.replace("\u2212", "-")
+        elif rule == "num_unit_space":
+            out = re.sub(r"(\d)\s*([^\W\d_])", r"\1 \2", out)
+        elif rule == "eq_space":
+            out = re.sub(r"\s*=\s*", " = ", out)
+    return out
 
 
 def leaf_of(path: str) -> str:
@@ -56,12 +106,15 @@ def score_answer(
     target_set = set(targets)
     decisions: list[dict[str, Any]] = []
     entities: dict[str, dict[str, int]] = {}
+    read_field, read_rules = project.benchmark.read_field, project.benchmark.read_rules
     # scalar targets
     for path in targets:
         if "." in path or path not in gold or gold[path] is None:
             continue
         ft = project.field(path)
         g, p = gold[path], values.get(path)
+        if path == read_field and read_rules:
+            ft = _ReadEquality(read_rules)
         decisions.append(_decision(ft, path, path, None, g, p, provenance.get(path, "")))
     # entity-list targets: rebuild gold entities from their decisions, align, compare
     lists = {t.split(".", 1)[0] for t in targets if "." in t}
@@ -111,6 +164,20 @@ def score_answer(
                     dec["confidence"] = pent.get(conf_sub)
                 decisions.append(dec)
     return {"decisions": decisions, "entities": entities}
+
+
+class _ReadEquality:
+    """``agree``/``credit`` of a reading under N (PHYSALIGN.md §6.3): exact after the
+    declared rules, no partial credit."""
+
+    def __init__(self, rules: Sequence[str]):
+        self.rules = list(rules)
+
+    def agree(self, p: Any, g: Any) -> bool:
+        return read_normal_form(str(p), self.rules) == read_normal_form(str(g), self.rules)
+
+    def credit(self, p: Any, g: Any) -> float:
+        return float(self.agree(p, g))
 
 
 def _decision(

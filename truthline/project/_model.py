@@ -119,6 +119,19 @@ class BenchmarkSettings(_Strict):
     """+GT condition: fields whose verified gold is handed to the model as given (the probe's
     perception part, e.g. the reading), only where admissible (PHYSALIGN.md §5); falls back
     to ``action_field``."""
+    read_rules: list[
+        Literal[
+            "nfc",
+            "ws",
+            "math_delims",
+            "subsup_braces",
+            "unicode_minus",
+            "num_unit_space",
+            "eq_space",
+        ]
+    ] = []
+    """Reading equality (PHYSALIGN.md §6.3): the read_field is correct iff N(answer) ==
+    N(gold), N applying these rules in the spec's order."""
 
 
 class Project(_Strict):
