@@ -111,7 +111,7 @@ def score_answer(
     for path in targets:
         if "." in path or path not in gold or gold[path] is None:
             continue
-        ft = project.field(path)
+        ft: Any = project.field(path)
         g, p = gold[path], values.get(path)
         if path == read_field and read_rules:
             ft = _ReadEquality(read_rules)
