@@ -38,3 +38,9 @@ def ls(tmp_path_factory: pytest.TempPathFactory):
         yield inst
     finally:
         inst.server.stop()
+
+
+@pytest.fixture(scope="session")
+def users_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The SIMULATED annotators' passwords for the session's server (one file, like a workspace's)."""
+    return tmp_path_factory.mktemp("secrets") / "label_studio_users.json"

@@ -4,11 +4,14 @@ blind double verification and adjudication (shared/PHYSALIGN.md §1-4, §12, §1
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from truthline._cli_common import JsonOpt, console, emit, output_dir
+
+if TYPE_CHECKING:
+    from truthline.annotate import LSClient
 
 app = typer.Typer(
     help="PhysAlign probes: generated diagrams, annotation passes in Label Studio, probe "
@@ -158,3 +161,127 @@ def export(
         )
 
     emit(info, as_json, render)
+
+
+# -- Label Studio: annotation passes ----------------------------------------------------------
+WorkOpt = Annotated[
+    Path,
+    typer.Option(
+        "--work",
+        help="Work folder: annotations.jsonl (parents' images and text), "
+        "images/, and the Label Studio state and pulled records.",
+    ),
+]
+UrlOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--url",
+        help="An existing Label Studio server (token in LABEL_STUDIO_API_KEY) "
+        "instead of the workspace's own (`truthline annotate serve`).",
+    ),
+]
+StageOpt = Annotated[str, typer.Option("--stage", help="observe (passes 1-3) or review (pass 4).")]
+SimOpt = Annotated[
+    list[str] | None,
+    typer.Option("--annotator", help="Email of a SIMULATED annotator (repeatable)."),
+]
+
+passes_app = typer.Typer(
+    help="Observational annotation passes 1-4 in Label Studio (answer-blind).",
+    no_args_is_help=True,
+)
+app.add_typer(passes_app, name="passes")
+
+
+def _client(ctx: typer.Context, url: str | None) -> LSClient:
+    from truthline._cli_common import workspace
+    from truthline.annotate import target
+
+    return target(workspace(ctx), url=url).client
+
+
+def _users_file(ctx: typer.Context) -> Path:
+    from truthline._cli_common import workspace
+    from truthline.annotate import USERS_FILE
+
+    return Path(workspace(ctx).secrets_dir) / USERS_FILE
+
+
+@passes_app.command("push")
+def passes_push(
+    ctx: typer.Context,
+    work: WorkOpt,
+    stage: StageOpt = "observe",
+    url: UrlOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Create the stage's Label Studio project (if needed) and import the parents it lacks.
+
+    observe: diagram and problem text only. review: the pulled pass 1-3 annotation of each
+    parent as a prediction for a second person to keep, fix or delete.
+    """
+    from truthline.physalign._passes import push_passes
+
+    info = push_passes(_client(ctx, url), work, stage)
+    emit(
+        info,
+        as_json,
+        lambda: console.print(
+            f"{stage}: {info['created']} tasks created, {info['existing']} already there -> "
+            f"{info['project_url']}"
+        ),
+    )
+
+
+@passes_app.command("pull")
+def passes_pull(
+    ctx: typer.Context, work: WorkOpt, url: UrlOpt = None, as_json: JsonOpt = False
+) -> None:
+    """Pull passes 1-3 into WORK/passes/draft.jsonl and, once reviewed, the consolidated
+    records (pass 4: verified when annotator and reviewer agree) into WORK/passes/annotations.jsonl."""
+    from truthline.physalign._passes import pull_passes
+
+    info = pull_passes(_client(ctx, url), work)
+
+    def render() -> None:
+        o = info["observe"]
+        console.print(f"passes 1-3: {o['annotated']} of {o['parents']} parents -> {o['file']}")
+        if "review" in info:
+            r = info["review"]
+            console.print(
+                f"pass 4: {r['reviewed']} reviewed, {r['verified']} observations verified, "
+                f"{r['disputed']} disputed -> {r['file']}"
+            )
+
+    emit(info, as_json, render)
+
+
+@passes_app.command("simulate")
+def passes_simulate(
+    ctx: typer.Context,
+    work: WorkOpt,
+    stage: StageOpt = "observe",
+    annotator: SimOpt = None,
+    drop_every: Annotated[
+        int,
+        typer.Option(
+            "--drop-every", min=0, help="review: the reviewer deletes every N-th relation."
+        ),
+    ] = 0,
+    url: UrlOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """SIMULATED annotators answer from the generator's truth (demos and tests only)."""
+    from truthline.physalign._passes import simulate_passes
+
+    who = annotator or [f"sim-{stage}@physalign.local"]
+    info = simulate_passes(
+        _client(ctx, url), work, stage, who, _users_file(ctx), drop_every=drop_every
+    )
+    emit(
+        info,
+        as_json,
+        lambda: console.print(
+            f"SIMULATED {stage}: {info['posted']} annotations posted as {', '.join(who)}"
+        ),
+    )

@@ -19,7 +19,7 @@ import numpy as np
 from truthline.errors import TruthlineError
 from truthline.physalign._records import write_jsonl
 from truthline.physalign._render import render_scene
-from truthline.physalign._scenes import DOMAINS, HEIGHT, WIDTH, Scene, build_scene
+from truthline.physalign._scenes import DOMAINS, HEIGHT, WIDTH, Scene, build_scene, poly_bbox
 
 GENERATOR = "physalign-generator/1"
 ANNOTATIONS = "annotations.jsonl"
@@ -49,8 +49,9 @@ def scene_record(
         for sh in e.shapes:
             pid = f"{parent}.p{len(prims) + 1}"
             geom: dict[str, Any] = {"bbox": [round(v, 2) for v in sh.bbox()]}
-            if sh.polyline():
-                geom["polyline"] = sh.polyline()
+            poly = sh.polyline()
+            if poly:
+                geom = {"bbox": poly_bbox(poly), "polyline": poly}
             prims.append(
                 {
                     "prim_id": pid,

@@ -20,6 +20,13 @@ WIDTH, HEIGHT = 640, 480
 DOMAINS = ("pulley", "incline", "circuit", "optics")
 
 
+def poly_bbox(pts: list[list[float]]) -> list[float]:
+    """The box ``[x, y, w, h]`` of a polyline's (rounded) points: one formula for the
+    generator and for regions pulled from Label Studio, so both give the same numbers."""
+    xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+    return [min(xs), min(ys), round(max(xs) - min(xs), 2), round(max(ys) - min(ys), 2)]
+
+
 @dataclass
 class Shape:
     """One drawn primitive of an entity: ``rect`` (x, y, w, h), ``poly`` / ``line`` points,
@@ -32,12 +39,12 @@ class Shape:
     def bbox(self) -> list[float]:
         xs = [p[0] for p in self.pts]
         ys = [p[1] for p in self.pts]
-        pad = 7.0 if self.kind in ("arrow", "line", "zigzag") else 0.0
         if self.kind == "circle":
             (cx, cy), r = self.pts[0], self.r
             return [cx - r, cy - r, 2 * r, 2 * r]
-        x0, y0 = min(xs) - pad, min(ys) - pad
-        return [x0, y0, max(xs) + pad - x0, max(ys) + pad - y0]
+        # a line's box is its points' extent (a region drawn along it has the same box)
+        x0, y0 = min(xs), min(ys)
+        return [x0, y0, max(xs) - x0, max(ys) - y0]
 
     def polyline(self) -> list[list[float]] | None:
         if self.kind in ("arrow", "line", "zigzag"):
