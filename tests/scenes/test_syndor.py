@@ -17,6 +17,8 @@ from truthline.scenes import _syndor as sd
 DISTANCES = (5.4, 10.8, 23.0)
 SIZE = {5.4: 40, 10.8: 20, 23.0: 9}  # figure height in px at 96x64 (halves with distance)
 PPM = {5.4: 200.0, 10.8: 100.0, 23.0: 47.0}
+SIM = ["simulated-dori:strong", "simulated-dori:weak"]
+YOLO = "yolo:yolo11n.yaml;imgsz=64;device=cpu"  # untrained, built from the bundled config
 DORI = {5.4: "recognition", 10.8: "observation", 23.0: "detection"}
 
 
@@ -85,6 +87,15 @@ def test_variants_one_per_day_render_two_per_night_render(items, renders):
     assert list(again["image_sha256"]) == list(first)  # reproducible from the seed
 
 
+def test_ray_fan_out_gives_the_same_items(items, renders):
+    df, out = renders
+    part = df.iloc[22:26]  # two day and two midnight renders
+    ray_items = sd.make_items(part, out, seed=1, nv={"denoise_strength": 3.0}, workers=2)
+    want = items.set_index("key").loc[ray_items["key"]]
+    assert list(ray_items["image_sha256"]) == list(want["image_sha256"])
+    assert np.allclose(ray_items["nv_edge_iou"], want["nv_edge_iou"])
+
+
 def test_cochran_sample_covers_every_cell(items):
     s = sd.label_sample(items, seed=0)
     assert s.attrs["cochran"]["population"] == 48
@@ -135,7 +146,7 @@ def test_pipeline_to_gold_benchmark_and_tables(items, renders, tmp_path):
     man = run_benchmark(
         ws.store,
         proj,
-        RunConfig(models=["simulated-dori:strong", "simulated-dori:weak"], concurrency=2),
+        RunConfig(models=[*SIM, YOLO], concurrency=2),
         progress=False,
     )
     run = load_run(ws.store, man["run_id"], proj)
@@ -168,13 +179,16 @@ def test_pipeline_to_gold_benchmark_and_tables(items, renders, tmp_path):
         )
     )
     conds = {(r["model"], r["condition"]) for r in t["by_condition"]}
-    assert ("simulated-dori:weak", "night-vision") in conds and len(conds) == 6
+    assert ("simulated-dori:weak", "night-vision") in conds and len(conds) == 9  # 3 models x 3
     line = {(r["model"], r["condition"]): r for r in t["threshold"]}
     for (m, c), r in line.items():
         row = next(x for x in t["by_condition"] if x["model"] == m and x["condition"] == c)
         first_fail = next((x for x in t["distances"] if row[x]["acc"] < 0.8), None)
         assert (None if r["falls_below_at_m"] is None else str(r["falls_below_at_m"])) == first_fail
-    assert {r["model"] for r in t["action"]} == {"simulated-dori:strong", "simulated-dori:weak"}
+    # the YOLO baseline went through the yolo: backend and answers presence only
+    yolo = next(r for r in t["by_distance"] if r["model"].startswith("yolo:"))
+    assert yolo["avg"]["n"] == 72
+    assert {r["model"] for r in t["action"]} >= set(SIM)
     md = sd.tables_markdown(t)
     assert "Presence by DORI distance" in md and "Operational threshold (80% accuracy)" in md
 
