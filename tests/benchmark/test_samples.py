@@ -31,11 +31,14 @@ def _answer(body):
     return KINDS[h[0] % 4]
 
 
-@pytest.fixture(scope="module")
-def stub_run(tmp_path_factory):
+def make_stub_run(root):
+    """A benchmark run ``r-samples`` on the 16-item gold fixture: ``stub-vlm`` (a local
+    OpenAI-compatible stub answering well, with prose or with a refusal) and ``down`` (an
+    endpoint refusing the key); the first two items pushed to Label Studio (blind arm).
+    Returns (workspace, project, items, the stub's request log)."""
     from tests.benchmark.conftest import make_bench_ws
 
-    ws, project, items, _snap = make_bench_ws(tmp_path_factory.mktemp("samples") / "ws")
+    ws, project, items, _snap = make_bench_ws(root)
     ok = StubServer(answer=_answer).start()
     down = StubServer(cases={"": ["401"]}).start()
     try:
@@ -49,9 +52,8 @@ def stub_run(tmp_path_factory):
     finally:
         ok.stop()
         down.stop()
-    # two items were pushed to Label Studio (blind arm), as annotate push records them
     ts = now()
-    with ws.store.begin() as conn:
+    with ws.store.begin() as conn:  # as annotate push records a pushed task
         conn.execute(
             insert(tables.ls_projects).values(
                 project=project.name,
@@ -73,7 +75,13 @@ def stub_run(tmp_path_factory):
                     created_at=ts,
                 )
             )
-    yield ws, project, items, ok.log
+    return ws, project, items, ok.log
+
+
+@pytest.fixture(scope="module")
+def stub_run(tmp_path_factory):
+    ws, project, items, log = make_stub_run(tmp_path_factory.mktemp("samples") / "ws")
+    yield ws, project, items, log
     ws.store.close()
 
 

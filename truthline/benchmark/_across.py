@@ -85,10 +85,15 @@ def _routing(v: RunScored) -> dict[str, Any]:
     by, env = _environment(v, base)
     correct = {lab: per[lab]["correct"].astype(float).to_numpy() for lab in labels}
     r = M.routing_oracle(correct, env)
-    env_a = np.array(env, dtype=object)
+    env_a = np.array([str(e) for e in env], dtype=object)
     routed = np.zeros(len(base))
+    n_env: dict[str, int] = {}
+    acc_env: dict[str, float] = {}
     for e, lab in r["best_by_environment"].items():
-        routed[env_a == e] = correct[lab][env_a == e]
+        mask = env_a == e
+        routed[mask] = correct[lab][mask]
+        n_env[e] = int(mask.sum())
+        acc_env[e] = float(correct[lab][mask].mean())
     singles = {lab: float(c.mean()) for lab, c in correct.items()}
     best = max(singles, key=lambda k: singles[k])
     ci = M.accuracies({"routed": routed, "best": correct[best]}, **_boot(v, base))
@@ -96,6 +101,8 @@ def _routing(v: RunScored) -> dict[str, Any]:
         "value": ci["routed"],
         "environment": by,
         "best_by_environment": r["best_by_environment"],
+        "n_by_environment": n_env,
+        "accuracy_by_environment": acc_env,
         "best_single": {"model": best, "accuracy": ci["best"]},
         "gain": float(routed.mean() - singles[best]),
         "n": len(base),
@@ -115,6 +122,7 @@ def _ensemble(v: RunScored) -> dict[str, Any]:
         return {"value": None, "note": "no decisions common to the models"}
     correct = np.zeros(len(base), dtype=bool)
     by_field = {}
+    n_field: dict[str, int] = {}
     ties: dict[str, int] = {}
     for f in base["field"].unique():
         mask = (base["field"] == f).to_numpy()
@@ -126,6 +134,7 @@ def _ensemble(v: RunScored) -> dict[str, Any]:
         )
         correct[mask] = vote["correct"]
         by_field[str(f)] = vote["accuracy"]
+        n_field[str(f)] = int(mask.sum())
         ties[str(f)] = vote["ties"]
     args = _boot(v, base)
     singles = {lab: float(per[lab]["correct"].astype(float).mean()) for lab in labels}
@@ -133,6 +142,7 @@ def _ensemble(v: RunScored) -> dict[str, Any]:
     return {
         "value": M.accuracy(correct.astype(float), **args),
         "by_field": by_field,
+        "n_by_field": n_field,
         "members": labels,
         "best_single": {"model": best, "accuracy": singles[best]},
         "gain": float(correct.mean() - singles[best]),
@@ -210,6 +220,7 @@ def transfer_by_column(v: RunScored, col: str) -> dict[str, Any]:
     """Rank transfer between the two values of metadata column ``col``."""
     labels = _base_models(v)
     scores: dict[str, dict[str, float]] = {}
+    counts: dict[str, dict[str, int]] = {}
     for lab in labels:
         d = v.entries[lab].decisions
         if not len(d):
@@ -217,16 +228,25 @@ def transfer_by_column(v: RunScored, col: str) -> dict[str, Any]:
         sets = d["meta"].map(lambda m: str((m or {}).get(col, "")))
         for name, grp in d.groupby(sets):
             scores.setdefault(str(name), {})[lab] = float(grp["correct"].astype(float).mean())
+            counts.setdefault(str(name), {})[lab] = len(grp)
     names = sorted(k for k in scores if k)
     if len(names) != 2:
         return {
             "value": None,
             "note": f"column {col!r} must split the items into two sets, found {names}",
         }
-    return _transfer(scores[names[0]], scores[names[1]], names)
+    a, b = names
+    return _transfer(scores[a], scores[b], names, (counts[a], counts[b]))
 
 
-def _transfer(a: dict[str, float], b: dict[str, float], names: list[str]) -> dict[str, Any]:
+def _transfer(
+    a: dict[str, float],
+    b: dict[str, float],
+    names: list[str],
+    n: tuple[dict[str, int], dict[str, int]],
+) -> dict[str, Any]:
+    """Rank correlation of the models' scores on two sets; ``n``: each model's decisions
+    behind its score on each set."""
     if len(set(a) & set(b)) < 3:
         return {
             "value": None,
@@ -239,6 +259,7 @@ def _transfer(a: dict[str, float], b: dict[str, float], names: list[str]) -> dic
         "sets": names,
         **r,
         "scores": {m: {names[0]: a[m], names[1]: b[m]} for m in r["models"]},
+        "n": {m: {names[0]: n[0][m], names[1]: n[1][m]} for m in r["models"]},
     }
 
 
@@ -373,4 +394,7 @@ def rank_transfer_runs(
             if len(v.entries[lab].decisions)
         }
 
-    return plain(_transfer(accs(va), accs(vb), [run_a, run_b]))
+    def counts(v: RunScored) -> dict[str, int]:
+        return {lab: len(v.entries[lab].decisions) for lab in _base_models(v)}
+
+    return plain(_transfer(accs(va), accs(vb), [run_a, run_b], (counts(va), counts(vb))))

@@ -447,9 +447,10 @@ def transfer_cmd(
 
     def render() -> None:
         a, b = data["sets"]
-        table = Table("model", a, b, title=f"rank transfer {a} -> {b}")
+        table = Table("model", a, b, f"n decisions ({a} / {b})", title=f"rank transfer {a} -> {b}")
         for m, v in data["scores"].items():
-            table.add_row(m, f"{v[a]:.3f}", f"{v[b]:.3f}")
+            n = (data.get("n") or {}).get(m) or {}
+            table.add_row(m, f"{v[a]:.3f}", f"{v[b]:.3f}", f"{n.get(a, '–')} / {n.get(b, '–')}")
         console.print(table)
         console.print(
             f"Spearman rho {data['spearman_rho']:.3f} (p {data['spearman_p']:.3g}); "

@@ -333,7 +333,7 @@ def _four_way_sections(ctx: ReportContext) -> list[Section]:
 
 def _across_run_sections(ctx: ReportContext) -> list[Section]:
     """The metrics across models (ensemble, routing, rank transfer, ...) of each run."""
-    return [s for a in ctx.data["across"] for s in _across_sections(a)]
+    return [s for a in ctx.data["across"] for s in across_sections(a)]
 
 
 def _paired_sections(ctx: ReportContext) -> list[Section]:
@@ -457,8 +457,9 @@ def _four_way(board: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def _across_sections(a: dict[str, Any]) -> list[Section]:
-    """Sections for the metrics across models of one run (those the project names)."""
+def across_sections(a: dict[str, Any]) -> list[Section]:
+    """Sections for the metrics across models of one run (those the project names), each
+    table row with its n: the report, ``benchmark across`` and the dashboard show these."""
     rid, mets = a["run_id"], a["metrics"]
     out: list[Section] = []
     for name, r in mets.items():
@@ -468,6 +469,9 @@ def _across_sections(a: dict[str, Any]) -> list[Section]:
             sec.sources = [r]
             sec.metrics = [name]
     return out
+
+
+_across_sections = across_sections  # the name ``benchmark across`` imports
 
 
 def _across_section(out: list[Section], name: str, r: dict[str, Any], rid: str) -> None:
@@ -485,10 +489,15 @@ def _across_section(out: list[Section], name: str, r: dict[str, Any], rid: str) 
                 f"{_fmt_ci(best['accuracy'])} (gain {100 * r['gain']:+.1f} pp, "
                 f"{r['n']} common decisions).",
                 [
-                    {r["environment"]: e, "best model": m}
+                    {
+                        r["environment"]: e,
+                        "best model": m,
+                        "accuracy there": (r.get("accuracy_by_environment") or {}).get(e),
+                    }
                     for e, m in r["best_by_environment"].items()
                 ],
-                n=[None] * len(r["best_by_environment"]),
+                n=[(r.get("n_by_environment") or {}).get(e) for e in r["best_by_environment"]],
+                n_column="n decisions",
             )
         )
     elif name == "ensemble":
@@ -509,7 +518,8 @@ def _across_section(out: list[Section], name: str, r: dict[str, Any], rid: str) 
                     }
                     for f, v in r["by_field"].items()
                 ],
-                n=[None] * len(r["by_field"]),
+                n=[(r.get("n_by_field") or {}).get(f) for f in r["by_field"]],
+                n_column="n decisions",
             )
         )
     elif name == "hard_subset":
@@ -543,7 +553,8 @@ def _across_section(out: list[Section], name: str, r: dict[str, Any], rid: str) 
                 f"Pearson r {r['pearson_r']:.3f} (p {r['pearson_p']:.3g}) over "
                 f"{len(r['models'])} models.",
                 [{"model": m, **v} for m, v in r["scores"].items()],
-                n=[None] * len(r["scores"]),
+                n=[_pair_n((r.get("n") or {}).get(m), a_, b_) for m in r["scores"]],
+                n_column=f"n decisions ({a_} / {b_})",
             )
         )
     elif name == "paired_conditions":
@@ -582,6 +593,11 @@ def _across_section(out: list[Section], name: str, r: dict[str, Any], rid: str) 
                 n=[_items(v["similarity"]) for v in r["models"].values()],
             )
         )
+
+
+def _pair_n(n: dict[str, int] | None, a: str, b: str) -> str | None:
+    """``"40 / 38"``: a model's decisions on each of the two sets of a rank transfer."""
+    return None if not n else f"{n.get(a, '–')} / {n.get(b, '–')}"
 
 
 _TITLES = {

@@ -33,11 +33,14 @@ def chart(
     *,
     caption: str | None = None,
     sources: list[Any] | None = None,
+    links: dict[str, str] | None = None,
 ) -> None:
     """Render ``fig`` (plotly or altair) with a table view of ``table`` and its CSV download.
 
     ``name`` titles the chart and names the CSV file; it must be unique on the page.
     ``sources``: the results its intervals came from; a thin design shows a warning.
+    ``links``: columns of ``table`` holding URLs (the Samples page behind each row), shown
+    as links with the given text and left out of the CSV.
     """
     slug = _slug(name)
     st.markdown(f"**{name}**")
@@ -56,11 +59,21 @@ def chart(
             st.plotly_chart(fig, key=f"fig-{slug}")
         else:
             st.altair_chart(fig, key=f"fig-{slug}")
+    links = {c: t for c, t in (links or {}).items() if c in table.columns}
     with tab_table:
-        st.dataframe(table, hide_index=True, key=f"tbl-{slug}")
+        st.dataframe(
+            table,
+            hide_index=True,
+            key=f"tbl-{slug}",
+            column_config={
+                c: st.column_config.LinkColumn(c, display_text=t) for c, t in links.items()
+            },
+        )
+        if links:
+            st.caption("Links open the samples (model answers) behind a row.")
     st.download_button(
         f"Download {name} (CSV)",
-        csv_bytes(table),
+        csv_bytes(table.drop(columns=list(links))),
         file_name=f"{slug}.csv",
         mime="text/csv",
         key=f"csv-{slug}",

@@ -1,3 +1,3 @@
 """The built-in pages; importing this package registers them."""
 
-from truthline.dashboards._pages import agreement, audit, benchmark, overview  # noqa: F401
+from truthline.dashboards._pages import agreement, audit, benchmark, overview, samples  # noqa: F401

@@ -14,11 +14,39 @@ import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
+from truthline.benchmark._samples import SampleFilter
 from truthline.dashboards._charts import chart
 from truthline.dashboards._context import Context
 from truthline.dashboards._frame import cached
+from truthline.dashboards._pages.samples import samples_link
 from truthline.dashboards._plots import ci_bars, ci_row, forest, heatmap
 from truthline.dashboards._registry import page
+
+SAMPLE_LINKS = {
+    "samples": "all answers",
+    "samples_wrong": "wrong decisions",
+    "samples_failures": "model failures",
+}
+"""Link columns to the Samples page: the items behind a row's numbers."""
+
+
+def entry_filter(row: dict[str, Any], **more: Any) -> SampleFilter:
+    """The samples of one model entry (model, variant, condition, control) of a row, in
+    the row's gold slice when it has one."""
+    if row.get("slice") not in (None, "all"):
+        more.setdefault("slice", row["slice"])
+    return SampleFilter(
+        model=row["model"],
+        variant=row.get("variant") or "",
+        condition=row.get("condition") or "base",
+        control=row.get("control") or "",
+        **more,
+    )
+
+
+def row_link(row: dict[str, Any], run_id: str | None = None, **more: Any) -> str:
+    """The Samples page behind one entry's number (``more``: further filters)."""
+    return samples_link(run_id or row["run_id"], entry_filter(row, **more))
 
 
 def entry_label(row: dict[str, Any]) -> str:
@@ -44,6 +72,9 @@ def leaderboard_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
                 "infra_missing": r["infra_missing"],
                 "cost_usd": r["cost_usd"],
                 "simulated": r["simulated"],
+                "samples": row_link(r),
+                "samples_wrong": row_link(r, correct=False),
+                "samples_failures": row_link(r, outcome="model_failure"),
             }
         )
     return pd.DataFrame(out)
@@ -68,6 +99,7 @@ def _leaderboard(rows: list[dict[str, Any]]) -> None:
         "Leaderboard",
         caption="Best accuracy first; coverage excludes infra-missing.",
         sources=[r["accuracy"] for r in rows],
+        links=SAMPLE_LINKS,
     )
 
 
@@ -85,6 +117,7 @@ def _conditions(ctx: Context, rows: list[dict[str, Any]]) -> None:
                     "accuracy": v.get("accuracy"),
                     "n": v.get("n"),
                     **ci_row(m.get("naudc"), "naudc"),
+                    "samples": row_link(r, cond=str(cond)),
                 }
             )
     df = pd.DataFrame(recs)
@@ -101,6 +134,7 @@ def _conditions(ctx: Context, rows: list[dict[str, Any]]) -> None:
         df.drop(columns=["series"], errors="ignore"),
         "Accuracy per condition (nAUDC)",
         caption=f"Conditions ordered by severity ({axis.column if axis else 'none declared'}).",
+        links={"samples": "answers"},
     )
 
 
@@ -188,13 +222,14 @@ def _per_class(ctx: Context, rows: list[dict[str, Any]]) -> None:
     for r in rows:
         classes = (_metric(r, "per_class").get("by_field") or {}).get(field, {}).get("classes", {})
         for cls, v in classes.items():
-            recs.append({"model": entry_label(r), "class": cls, **v})
+            link = row_link(r, field=field, gold=str(cls))
+            recs.append({"model": entry_label(r), "class": cls, **v, "samples": link})
     df = pd.DataFrame(recs)
     fig = None
     if not df.empty:
         piv = df.pivot_table(index="model", columns="class", values="accuracy")
         fig = heatmap(piv.round(3).values, list(map(str, piv.columns)), list(piv.index))
-    chart(fig, df, f"Per-class accuracy: {field}")
+    chart(fig, df, f"Per-class accuracy: {field}", links={"samples": "answers"})
 
 
 def _paired(ctx: Context, run_id: str) -> None:
@@ -257,7 +292,8 @@ def _gold_provenance(ctx: Context, run_id: str) -> None:
         label = entry_label(m)
         for sl in ("blind", "anchored", "vlm-sourced"):
             if m.get(sl):
-                recs.append({"model": label, "gold slice": sl, **ci_row(m[sl])})
+                link = row_link(m, run_id, slice=sl)
+                recs.append({"model": label, "gold slice": sl, **ci_row(m[sl]), "samples": link})
         infl.append(
             {
                 "model": label,
@@ -279,7 +315,40 @@ def _gold_provenance(ctx: Context, run_id: str) -> None:
         df.merge(pd.DataFrame(infl), on="model") if not df.empty else df,
         f"Accuracy by gold provenance (run {run_id})",
         sources=[cg],
+        links={"samples": "answers"},
     )
+
+
+def _across(ctx: Context, run_id: str) -> None:
+    """The metrics across models the project names (routing oracle, ensemble, hard subset,
+    rank transfer, ...), each table row with its n: the report's sections."""
+    from truthline.benchmark import across_metrics
+    from truthline.benchmark._report import across_sections
+
+    data = cached(
+        ctx,
+        "truthline.benchmark.across_metrics",
+        lambda: across_metrics(ctx.store, ctx.project, run_id),
+        run_id,
+    )
+    secs = across_sections(data)
+    if not secs:
+        st.info("The project names no metrics across models ([benchmark] metrics).")
+    for sec in secs:
+        df = pd.DataFrame(sec.table)
+        if len(df) and sec.n:
+            ns = list(sec.n)
+            cells = ns if all(isinstance(n, int) for n in ns) else [_n_cell(n) for n in ns]
+            df.insert(len(df.columns), sec.n_column, cells)
+        if df.empty:
+            st.markdown(f"**{sec.title}**")
+            st.caption(sec.text)
+            continue
+        chart(None, df, sec.title, caption=sec.text, sources=sec.sources)
+
+
+def _n_cell(n: Any) -> str:
+    return "–" if n is None else str(n)
 
 
 @page("Benchmark", order=40, icon=":material/leaderboard:")
@@ -319,3 +388,5 @@ def benchmark(ctx: Context) -> None:
     run_id = st.selectbox("Run", list(chosen), key="bench-run") if len(chosen) > 1 else chosen[0]
     _paired(ctx, run_id)
     _gold_provenance(ctx, run_id)
+    st.header("Across models")
+    _across(ctx, run_id)
