@@ -130,3 +130,26 @@ def test_prefill_source_and_empty_project(empty_ws, app_at):
     at = app_at(empty_ws, "samples")
     assert not at.exception, at.exception
     assert "No model answers here yet" in at.info[0].value
+
+
+def test_simulated_loop_frames_and_prefill(sim_ws, run_app):
+    """Clip items (several frames each) from the SIMULATED loop, and its prefill source."""
+    from sqlalchemy import func, select
+
+    from truthline.store import tables
+
+    at = run_app(sim_ws, page="samples")
+    assert not at.exception, at.exception
+    with sim_ws.store.begin() as conn:
+        run_id = conn.execute(select(tables.runs.c.id)).scalars().first()
+        n = conn.execute(
+            select(func.count())
+            .select_from(tables.run_results)
+            .where(tables.run_results.c.run_id == run_id)
+        ).scalar_one()
+        n_pred = conn.execute(select(func.count()).select_from(tables.predictions)).scalar_one()
+    assert int(_metric(at, "samples")) == n
+    assert at.expander[0].get("image")
+    at.selectbox(key="samples-run").set_value("prefill predictions").run()
+    assert not at.exception, at.exception
+    assert int(_metric(at, "samples")) == n_pred > 0
