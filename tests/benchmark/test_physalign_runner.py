@@ -246,3 +246,17 @@ def test_a_rule_that_raises_is_an_error_of_its_item_naming_the_exception(physics
     assert all("ValueError: candidate geometry unreadable" in r.scores["reason"] for r in rows)
     # an error stays in the denominator: every decision scored wrong
     assert all(not d["correct"] for r in rows for d in r.scores["decisions"])
+
+
+def test_random_rule_draws_among_the_items_own_candidates_and_manifest_freezes_protocol(physics):
+    ws, project, _ = physics
+    man = run_benchmark(
+        ws.store, project, RunConfig(["rule:random"], run_id="rand1"), progress=False
+    )
+    rows = _results(ws, "rand1", "rule:random")
+    preds = [d["pred"] for r in rows for d in r.scores["decisions"] if d["field"] == "candidate"]
+    assert len(preds) == 16 and set(preds) <= {"A", "B", "C"}  # K_j = 3, not the 5 choices
+    proto = man["protocol"]
+    assert proto["nearest_rule"] == "nearest-region/v1"
+    assert proto["read_rules"] == list(project.benchmark.read_rules)
+    assert proto["given_as_truth"] == ["reading"] and proto["reorder"] == "reverse"

@@ -152,10 +152,13 @@ def _majority(request: Any, support: dict[str, Any]) -> dict[str, Any]:
 
 @rule("random")
 def _random(request: Any, support: dict[str, Any]) -> dict[str, Any]:
-    """A uniform choice among the candidates (expected accuracy 1/K), seeded per item+field."""
+    """A uniform choice among the candidates (expected accuracy 1/K), seeded per item+field;
+    an item's own public candidates (``item_candidates``: the grounding field's K_j aliases)
+    replace the field's declared choices."""
+    own = request.context.get("item_candidates") or {}
 
     def pick(leaf: str, path: str) -> Any:
-        cands = support[leaf]["candidates"]
+        cands = own.get(leaf) or support[leaf]["candidates"]
         if not cands:
             return None
         rng = random.Random(f"{request.context.get('key')}|{path}")

@@ -296,6 +296,11 @@ def build_requests(
         if support is not None:
             ctx["rule_support"] = support
         ctx["entities"] = _entity_ids(project, it)
+        gf = project.benchmark.ground_field
+        if support is not None and gf:  # rules: the item's own candidate aliases (K_j)
+            ids = candidate_ids(public_meta(project, it).get("candidates"))
+            if ids:
+                ctx["item_candidates"] = {gf: ids}
         req = item_requests(
             view,
             [_public_item(project, it, control)],
@@ -532,6 +537,7 @@ def _open_run(
             "seed": project.benchmark.seed,
             "bootstrap_resamples": project.benchmark.bootstrap_resamples,
             "metrics": list(project.benchmark.metrics),
+            **({"protocol": _protocol_manifest(project)} if project.benchmark.ground_field else {}),
             "started_at": now().isoformat(),
             "entries": {},
         }
@@ -549,6 +555,26 @@ def _open_run(
             )
         )
     return manifest
+
+
+def _protocol_manifest(project: Project) -> dict[str, Any]:
+    """The frozen probe-protocol choices a grounding benchmark's numbers depend on
+    (PHYSALIGN.md §13 manifest): rule versions, normalization list, +GT admissibility,
+    the reorder permutation, seed and resamples."""
+    from truthline.benchmark._baselines import NEAREST_RULE
+
+    b = project.benchmark
+    return {
+        "nearest_rule": NEAREST_RULE,
+        "read_rules": list(b.read_rules),
+        "given_as_truth": list(b.given_as_truth) or ([b.action_field] if b.action_field else []),
+        "verified_provenance": list(VERIFIED),
+        "min_blind_sources": MIN_BLIND,
+        "reorder": REORDER,
+        "balance": list(b.balance),
+        "seed": b.seed,
+        "bootstrap_resamples": b.bootstrap_resamples,
+    }
 
 
 def _done_items(
