@@ -75,6 +75,11 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
         "app",
         "Evaluate models on gold with the scoring contract; report and export.",
     ),
+    "scenes": (
+        "truthline.scenes._cli",
+        "app",
+        "Rendered scenes: Blender environments, declared grids, rendering over workers.",
+    ),
     "physalign": (
         "truthline.physalign._cli",
         "app",

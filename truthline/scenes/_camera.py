@@ -140,7 +140,7 @@ def azimuths(n: int) -> tuple[float, ...]:
 
 def camera_to_world(pose: CameraPose) -> np.ndarray:
     """4×4 camera-to-world matrix: −Z towards ``look_at``, +Y as close to world +Z as the
-    view allows (Blender's ``to_track_quat('-Z', 'Y')``), then ``roll_deg`` about the view."""
+    view allows (Blender's ``to_track_quat('-Z', 'Y')``), then ``roll_deg`` about the camera's local +Z."""
     pos = np.asarray(pose.position, dtype=float)
     fwd = np.asarray(pose.look_at, dtype=float) - pos
     n = np.linalg.norm(fwd)

@@ -400,4 +400,9 @@ def get_environment(name: str) -> Environment:
 
     if name not in environment and name in envs.failed:
         raise SceneError(f"scene environment {name!r} failed to import: {envs.failed[name]}")
-    return environment.get(name)
+    try:
+        return environment.get(name)
+    except SceneError:
+        raise
+    except TruthlineError as exc:  # unknown name: one SceneError for every scene failure
+        raise SceneError(str(exc)) from None

@@ -52,6 +52,12 @@ class Ctx:
         self.scene = bpy.context.scene
         self.scene.render.fps = 24
         self.scene.frame_set(1)
+        # no date/time/render-time metadata in the files: the same image, the same bytes,
+        # the same content hash
+        r = self.scene.render
+        for attr in dir(r):
+            if attr.startswith("use_stamp"):
+                setattr(r, attr, False)
 
     @property
     def res(self) -> tuple[int, int]:

@@ -1,0 +1,45 @@
+"""Scene fixtures. Worker tests render real frames in the scenes venv (bpy 5.0.1).
+
+Without the scenes environment they skip, unless ``TRUTHLINE_REQUIRE_SCENES=1`` (set by
+scripts/test.sh, which creates the environment first): then a missing environment FAILS,
+so a CI run can never pass by skipping the renders.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from truthline.scenes import env
+from truthline.scenes._worker import WorkerClient
+
+
+def _need_scenes_env() -> None:
+    if env.installed():
+        return
+    msg = (
+        f"the scenes environment is missing ({env.venv_dir()}); "
+        "create it with `python -m truthline.scenes.env --ensure`"
+    )
+    if os.environ.get("TRUTHLINE_REQUIRE_SCENES") == "1":
+        pytest.fail(msg)
+    pytest.skip(msg)
+
+
+@pytest.fixture(scope="session")
+def scenes_env() -> None:
+    """The scenes venv exists (else skip, or fail under TRUTHLINE_REQUIRE_SCENES=1)."""
+    _need_scenes_env()
+
+
+@pytest.fixture(scope="module")
+def worker(scenes_env: None) -> Iterator[WorkerClient]:
+    """One long-lived Blender worker shared by a test module."""
+    c = WorkerClient(timeout_s=120)
+    c.start()
+    try:
+        yield c
+    finally:
+        c.close()

@@ -1,0 +1,164 @@
+"""Real renders in the scenes venv (bpy 5.0.1): projection, skeleton, GT vs mask, the
+worker's failure handling, the store's resume and the Ray fan-out. Tiny frames only."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from truthline.scenes import CameraPose, CameraSpec, RenderSettings, WorkerError, get_environment
+from truthline.scenes import _camera as cm
+from truthline.scenes import _humanoid as hu
+from truthline.scenes._render import Job, execute, render
+from truthline.scenes._store import FrameStore
+from truthline.scenes._worker import WorkerClient
+
+WB = RenderSettings(engine="BLENDER_WORKBENCH", spp=1, res_x=192, res_y=108)
+DAY = {"distance_m": 5.4, "azimuth_deg": 30.0, "elevation_deg": 15.0,
+       "lighting": "noon", "pose": "walking", "scene": "field"}  # fmt: skip
+
+
+def _job(params, settings=WB, seed=1):
+    env = get_environment("dori")
+    return Job("dori", env.version, dict(params), seed, settings)
+
+
+def test_projection_matches_blender_world_to_camera_view(worker):
+    rng = np.random.default_rng(0)
+    pts = rng.uniform([-2, -2, 0], [2, 2, 2], size=(40, 3))
+    for spec, pose, res in [
+        (cm.PAPER_CAMERA, CameraPose((3.0, -4.0, 2.5), (0, 0, 0.9)), None),
+        (cm.NOMINAL_1_2_8_CAMERA, CameraPose((-6, 2, 1.0), (0.2, 0, 1.0), roll_deg=17), (960, 540)),
+        (
+            CameraSpec(23.5, 15.6, 24, 600, 400),
+            CameraPose((1, -3, 4), (0, 0, 0), roll_deg=-40),
+            None,
+        ),
+    ]:
+        res_xy = res or (spec.res_x, spec.res_y)
+        got = worker.request({"op": "project", "spec": spec.to_dict(), "pose": pose.to_dict(),
+                              "points": pts.tolist(), "res": list(res_xy)})  # fmt: skip
+        assert got["ok"], got
+        blender = np.array(got["points"])
+        ours = cm.project(pts, spec, pose, res_xy)
+        assert np.abs(blender[:, :2] - ours[:, :2]).max() < 1e-3  # pixels
+        assert np.abs(blender[:, 2] - ours[:, 2]).max() < 1e-6  # depth (m)
+
+
+def test_skeleton_is_the_live_rigify_metarig(worker):
+    got = worker.request({"op": "metarig"})
+    assert got["ok"], got
+    for name, (parent, head, tail) in hu.REST_BONES.items():
+        p, h, t = got["bones"][name]
+        assert p == parent
+        assert np.allclose(h, head, atol=1e-3) and np.allclose(t, tail, atol=1e-3), name
+
+
+def test_person_frame_gt_agrees_with_its_visible_mask(worker, tmp_path):
+    res = execute(worker, _job(DAY).payload())
+    assert res["ok"], res
+    gt = res["gt"]
+    assert gt["present"] and gt["pose"] == "walking" and gt["action"] == "walking"
+    # the projected bbox (evaluated vertices) and the mask bbox agree to ~1 px
+    assert np.abs(np.subtract(gt["bbox_proj"], gt["bbox_mask"])).max() <= 1.0
+    mask = np.asarray(Image.open(_write(tmp_path, res, "mask")).convert("L"))
+    assert mask.shape == (108, 192) and set(np.unique(mask)) <= {0, 255}  # no AA, binary
+    assert int((mask > 127).sum()) == gt["visible_px"] > 50
+    # PPM: formula at 1080p (f_px / depth) and apparent (bbox height / true height)
+    assert gt["ppm_formula"] == pytest.approx(cm.f_px(cm.PAPER_CAMERA) / 5.4)
+    assert gt["dori_class"] == "recognition"
+    assert 0.8 < gt["ppm_apparent"] / gt["ppm_formula"] < 1.15
+    assert gt["subject_height_m"] == pytest.approx(hu.figure_height("walking"), abs=2e-3)
+    rgb = np.asarray(Image.open(_write(tmp_path, res, "rgb")))
+    assert rgb.shape == (108, 192, 3)
+    assert set(res["timings"]) >= {"build", "render", "mask", "extract", "total"}
+    assert res["blender_version"] == "5.0.1"
+
+
+def test_absent_frame_is_the_same_view_without_a_person(worker):
+    res = execute(worker, _job({**DAY, "pose": "absent"}).payload())
+    assert res["ok"], res
+    gt = res["gt"]
+    assert gt["present"] is False and gt["visible_px"] == 0 and gt["bbox_mask"] is None
+    assert gt["bbox_proj"] is None and gt["dori_class"] == "recognition"
+
+
+def test_midnight_cycles_frame_keeps_a_dim_linear_exr(worker, tmp_path):
+    s = RenderSettings(engine="CYCLES", spp=1, res_x=96, res_y=54, denoise=None, exr=True)
+    res = execute(worker, _job({**DAY, "lighting": "midnight"}, s).payload())
+    assert res["ok"], res
+    ext, data = res["data"]["linear"]
+    assert ext == "exr" and data[:4] == b"\x76\x2f\x31\x01"  # OpenEXR magic
+    import os
+
+    os.environ.setdefault("OPENCV_IO_ENABLE_OPENEXR", "1")
+    import cv2
+
+    p = _write(tmp_path, res, "linear")
+    lin = cv2.imread(str(p), cv2.IMREAD_UNCHANGED)
+    if lin is not None:  # cv2 imported earlier without EXR support cannot read it
+        assert lin.dtype == np.float32 and float(lin.mean()) < 0.05
+
+
+def test_scene_error_keeps_the_worker_and_a_crash_restarts_it(worker):
+    bad = {**_job(DAY).payload(), "params": {**DAY, "pose": "flying"}}
+    res = execute(worker, bad)
+    assert res["ok"] is False and "pose 'flying'" in res["error"]
+    pid = worker.pid
+    assert worker.alive
+    with pytest.raises(
+        WorkerError, match=r"scene job crash-1: the Blender worker died \(exit code 70\)"
+    ):
+        worker.request({"op": "crash", "job_id": "crash-1"})
+    assert not worker.alive
+    res = execute(worker, _job(DAY).payload())  # the next job gets a fresh worker
+    assert res["ok"], res
+    assert worker.pid != pid and worker.restarts == 1
+
+
+def test_timeout_names_the_job_and_the_next_job_runs():
+    with WorkerClient(timeout_s=60) as w:
+        job = _job(DAY).payload()
+        with pytest.raises(WorkerError, match=rf"scene job {job['job_id']} \(dori\): no answer"):
+            w.request({**job, "out_dir": "/tmp"}, timeout_s=0.05)
+        assert execute(w, job)["ok"]
+
+
+def test_render_stores_by_content_hash_and_a_rerun_skips(worker, tmp_path):
+    env = get_environment("dori")
+    frames = list(env.grid("tiny"))  # type: ignore[attr-defined]
+    rep = render("dori", frames, tmp_path, WB, client=worker)
+    assert (rep.planned, rep.rendered, rep.skipped, rep.failed) == (4, 4, 0, [])
+    st = FrameStore(tmp_path)
+    recs = {r.job_id: r for r in st.records()}
+    assert len(recs) == 4
+    for r in recs.values():
+        assert r.blender_version == "5.0.1" and r.render["engine"] == "BLENDER_WORKBENCH"
+        assert r.gt["present"] == (r.params["pose"] != "absent")
+        assert r.questions[0]["answer"] == ("1" if r.gt["present"] else "0")
+        import hashlib
+
+        for v in r.images:
+            assert hashlib.sha256(st.variant_path(r, v).read_bytes()).hexdigest() == r.images[v]
+    # the two absent frames share their mask image (all black): stored once
+    absent = [r for r in recs.values() if not r.gt["present"]]
+    assert absent[0].images["mask"] == absent[1].images["mask"]
+    again = render("dori", frames, tmp_path, WB, client=worker)
+    assert (again.rendered, again.skipped) == (0, 4)
+
+
+def test_ray_fan_out_renders_the_same_frames(tmp_path, scenes_env):
+    pytest.importorskip("ray", reason="Ray is in the 'scenes' extra")
+    env = get_environment("dori")
+    frames = list(env.grid("tiny"))[:2]  # type: ignore[attr-defined]
+    rep = render("dori", frames, tmp_path, WB, workers=2)
+    assert (rep.rendered, rep.failed) == (2, [])
+    assert {r.gt["present"] for r in rep.records} == {True, False}
+
+
+def _write(tmp_path, res, variant):
+    ext, data = res["data"][variant]
+    p = tmp_path / f"{variant}.{ext}"
+    p.write_bytes(data)
+    return p
