@@ -56,7 +56,7 @@ def main() -> int:
     from rich.table import Table
 
     from truthline.dashboards import pages
-    from truthline.simulate import build_simulated_loop
+    from truthline.demo import build_simulated_loop
 
     console = Console()
     root = args.workspace or Path(tempfile.mkdtemp(prefix="truthline-dash-bench-")) / "ws"

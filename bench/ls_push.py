@@ -24,7 +24,7 @@ from truthline.annotate._labelconfig import task_data
 from truthline.annotate._media import media_url
 from truthline.annotate._server import CREDENTIALS_NAME, Credentials, LocalServer, free_port
 from truthline.annotate.server_env import copy_template
-from truthline.demo._scene import make_specs, truth_of
+from truthline.simulate._scene import make_specs, truth_of
 from truthline.store import now, tables
 from truthline.workspace import Workspace
 

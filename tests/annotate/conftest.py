@@ -61,7 +61,7 @@ def ls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LS]:
 @pytest.fixture(scope="session")
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """Eight SIMULATED clips (8 frames each) and their metadata CSV."""
-    from truthline.demo._scene import write_dataset
+    from truthline.simulate._scene import write_dataset
 
     root = tmp_path_factory.mktemp("media") / "clips"
     csv = write_dataset(root, n_clips=8, seed=3, size=(160, 90))

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from truthline.audit import exclude_annotator, run_audit
-from truthline.simulate import build_simulated_loop
+from truthline.demo import build_simulated_loop
 
 RUBBER = "sim-rubber"  # the planted rubber-stamp annotator of the SIMULATED loop
 

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from truthline.demo._scene import make_specs, truth_of
+from truthline.simulate._scene import make_specs, truth_of
 from truthline.store import Store, json_hash, now, tables
 from truthline.workspace import Workspace
 

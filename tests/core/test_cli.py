@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from truthline.demo import write_dataset
+from truthline.simulate import write_dataset
 
 
 def tl(*args: str, ws: Path | None = None, check: int | None = 0) -> subprocess.CompletedProcess:

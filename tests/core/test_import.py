@@ -120,7 +120,7 @@ def test_missing_strata_column_is_named(store, image_project, tmp_path):
 
 
 def test_frames_project_groups_folders_and_corrupt_video(store, steel_project, tmp_path):
-    from truthline.demo import write_dataset
+    from truthline.simulate import write_dataset
 
     store.upsert_project(steel_project)
     media = tmp_path / "clips"

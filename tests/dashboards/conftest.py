@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import insert, select
 
-from truthline.demo._scene import write_dataset
 from truthline.media import import_items
+from truthline.simulate._scene import write_dataset
 from truthline.store import now, tables
 from truthline.workspace import Workspace
 
@@ -209,7 +209,7 @@ os.environ.setdefault("MPLCONFIGDIR", str(Path(os.environ.get("TMPDIR", "/tmp"))
 def sim_ws(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
     """A SIMULATED loop (prefill, blind/anchored/expert annotations) with a planted
     rubber-stamp annotator ``sim-rubber`` who keeps almost every prefill."""
-    from truthline.simulate import build_simulated_loop
+    from truthline.demo import build_simulated_loop
 
     return build_simulated_loop(tmp_path_factory.mktemp("sim") / "ws", n_items=60, seed=1)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from truthline.benchmark import compare_gold, leaderboard, list_runs, paired_matrix
-from truthline.simulate._loop import BENCH_MODELS
+from truthline.demo._simulated_loop import BENCH_MODELS
 
 
 def _frame(at, column: str):

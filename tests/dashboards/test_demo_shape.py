@@ -19,8 +19,9 @@ from truthline.audit import (
     prediction_versions,
     run_audit,
 )
-from truthline.simulate import build_simulated_loop, simulated_answer
-from truthline.simulate._loop import PREFILL
+from truthline.demo import build_simulated_loop
+from truthline.demo._simulated_loop import PREFILL
+from truthline.simulate import simulated_answer
 from truthline.store import now, tables
 
 RERUN = f"{PREFILL}@rerun"

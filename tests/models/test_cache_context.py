@@ -11,7 +11,7 @@ from truthline.store import Store, now, tables
 from truthline.workspace import templates_dir
 
 
-def _req(project, item_id: int, truth: dict) -> ModelRequest:
+def _req(project, item_id: int) -> ModelRequest:
     return ModelRequest(
         project=project.name,
         item_id=item_id,
@@ -21,7 +21,7 @@ def _req(project, item_id: int, truth: dict) -> ModelRequest:
         images=[],
         fields=project.field_types,
         settings={"max_tokens": 256},
-        context={"sim_truth": truth, "key": f"item-{item_id}"},
+        context={"key": f"item-{item_id}"},
     )
 
 
@@ -29,8 +29,10 @@ def test_identical_prompts_of_different_items_do_not_share_a_simulated_answer(tm
     project = load_project(templates_dir() / "steel-safety")
     store = Store(f"sqlite:///{tmp_path / 's.db'}")
     store.upsert_project(project)
+    one = {"worker_count": 1, "scene_type": "production"}
+    three = {"worker_count": 3, "scene_type": "yard"}
     with store.begin() as conn:
-        for i in (1, 2):
+        for i, truth in ((1, one), (2, three)):
             conn.execute(
                 tables.items.insert().values(
                     id=i,
@@ -41,14 +43,13 @@ def test_identical_prompts_of_different_items_do_not_share_a_simulated_answer(tm
                     media_root="",
                     content_hash=str(i) * 64,
                     meta={},
+                    sim_truth=truth,
                     created_at=now(),
                     updated_at=now(),
                 )
             )
-    one = {"worker_count": 1, "scene_type": "production"}
-    three = {"worker_count": 3, "scene_type": "yard"}
     spec = parse_model_spec("simulated:perfect")
-    a, b = _req(project, 1, one), _req(project, 2, three)
+    a, b = _req(project, 1), _req(project, 2)
     # a real model would see two identical requests: one key (a cache hit is right there) ...
     assert request_key(spec, a)[0] == request_key(spec, b)[0]
     # ... but a backend answering from the context must key on it
@@ -93,12 +94,47 @@ def test_more_answers_than_the_unreported_cap_do_not_stall_the_runner(tmp_path, 
                     media_root="",
                     content_hash=f"{i:064d}",
                     meta={},
+                    sim_truth={"worker_count": i % 4},
                     created_at=now(),
                     updated_at=now(),
                 )
                 for i in range(1, n + 1)
             ],
         )
-    reqs = [_req(project, i, {"worker_count": i % 4}) for i in range(1, n + 1)]
+    reqs = [_req(project, i) for i in range(1, n + 1)]
     res = run_requests(store, "simulated:perfect", reqs, concurrency=64, progress=False)
     assert [r.values["worker_count"] for r in res] == [i % 4 for i in range(1, n + 1)]
+
+
+def test_known_truth_never_rides_in_a_request_the_simulated_backend_reads_it_itself(tmp_path):
+    """A request is what a real backend is sent: the item's known truth must not be in it
+    (prompt, settings or context); the SIMULATED backend looks it up by item id."""
+    import json
+
+    from truthline.models import item_requests
+
+    project = load_project(templates_dir() / "steel-safety")
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    store.upsert_project(project)
+    truth = {"worker_count": 2, "scene_type": "yard", "marker": "TRUTH-MARKER-7"}
+    with store.begin() as conn:
+        conn.execute(
+            tables.items.insert().values(
+                id=5,
+                project=project.name,
+                key="clip-5",
+                media_kind="frames",
+                media=[],
+                media_root="",
+                content_hash="5" * 64,
+                meta={"site": "BF"},
+                sim_truth=truth,
+                created_at=now(),
+                updated_at=now(),
+            )
+        )
+    (req,) = item_requests(project, store.items(project.name), purpose="prefill")
+    sent = json.dumps([req.system, req.user, req.settings, req.context], default=str)
+    assert "TRUTH-MARKER-7" not in sent and "sim_truth" not in sent
+    (res,) = run_requests(store, "simulated:perfect", [req], progress=False)
+    assert res.values["worker_count"] == 2 and res.values["scene_type"] == "yard"

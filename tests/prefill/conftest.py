@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from truthline.demo._scene import write_dataset
 from truthline.media import import_items
 from truthline.models._stub import StubServer
+from truthline.simulate._scene import write_dataset
 from truthline.workspace import Workspace
 
 STEEL_ANSWER = {

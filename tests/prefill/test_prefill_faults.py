@@ -28,7 +28,7 @@ CONCURRENCY = 4
 
 @pytest.fixture
 def ws40(tmp_path):
-    from truthline.demo._scene import write_dataset
+    from truthline.simulate._scene import write_dataset
     from truthline.workspace import Workspace
 
     ws = Workspace.from_env(tmp_path / "ws")

@@ -212,7 +212,7 @@ def _pg_database(base_url: str, name: str) -> str:
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def shared_ws(request, tmp_path):
     """A workspace on SQLite or on its own PostgreSQL database (two runs share it)."""
-    from truthline.demo._scene import write_dataset
+    from truthline.simulate._scene import write_dataset
     from truthline.workspace import Workspace
 
     url = None

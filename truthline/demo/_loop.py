@@ -117,7 +117,7 @@ class Demo:
 
     # -- 1. data --------------------------------------------------------------------------
     def generate(self) -> None:
-        from truthline.demo._video import write_videos
+        from truthline.simulate._video import write_videos
 
         self.step("SIMULATED CCTV videos with known truth")
         self.project = self.ws.init_project("steel-safety")
@@ -139,8 +139,8 @@ class Demo:
 
     # -- 2. mining and prefill ------------------------------------------------------------
     def mine_and_prefill(self) -> None:
-        from truthline.demo._video import scene_for
         from truthline.prefill import mine_videos, prefill
+        from truthline.simulate._video import scene_for
 
         self.step("mine clips (scripted detector) and prefill (SIMULATED VLM)")
         rep = mine_videos(

@@ -26,8 +26,7 @@ def check_model(spec_text: str, *, context: dict[str, Any] | None = None) -> dic
     """Send one test request (not cached); raises TruthlineError with a hint on failure."""
     spec = parse_model_spec(spec_text)
     be = get_backend(spec)
-    if be.simulated and context is None:
-        context = {"sim_truth": {"ok": True}, "key": "check"}
+    be.prepare_check()
     req = ModelRequest(
         project="",
         item_id=None,

@@ -99,6 +99,11 @@ class Backend:
         out = request.settings.get("max_tokens") or 16384
         return text + per_image * len(request.images), int(out)
 
+    def prepare_check(self) -> None:
+        """Called before the endpoint check's one request (``item_id=None``, fields
+        ``{"ok": boolean}``); a backend answering from known truth provides it here."""
+        return None
+
     def detect(self, frames: Sequence[FrameRef]) -> list[list[Detection]]:
         raise TruthlineError(f"{self.spec.alias} is not a detector (kind {self.kind!r})")
 

@@ -1,4 +1,6 @@
-"""SIMULATED models and annotators for demos and tests; everything here is labelled simulated."""
+"""SIMULATED data, models and annotators for demos and tests; everything here is labelled
+simulated. Core packages never import this one: the ``simulated:`` backend is found through
+the ``truthline.backends`` entry point, and reads its items' known truth itself."""
 
 from truthline.simulate._annotators import (
     AnnotatorBehaviour,
@@ -8,8 +10,8 @@ from truthline.simulate._annotators import (
     get_behaviour,
     registered_behaviours,
 )
-from truthline.simulate._loop import build_simulated_loop
 from truthline.simulate._scenario import DEFAULT_TEAM, Scenario, TeamMember, build_scenario
+from truthline.simulate._scene import make_specs, truth_of, write_dataset
 from truthline.simulate._vlm import (
     SimProfile,
     get_profile,
@@ -29,14 +31,16 @@ __all__ = [
     "TeamMember",
     "annotator_behaviour",
     "build_scenario",
-    "build_simulated_loop",
     "decide_annotation",
     "get_behaviour",
     "get_profile",
+    "make_specs",
     "registered_behaviours",
     "registered_profiles",
     "seeded_rng",
     "simulated_answer",
     "simulated_profile",
     "simulated_raw",
+    "truth_of",
+    "write_dataset",
 ]

@@ -13,10 +13,10 @@ import random
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from truthline.demo._scene import make_specs, truth_of
 from truthline.fields import EntityList
 from truthline.project import Project
 from truthline.simulate._annotators import decide_annotation, get_behaviour
+from truthline.simulate._scene import make_specs, truth_of
 from truthline.simulate._vlm import simulated_answer
 from truthline.store import Store, json_hash, now, tables
 

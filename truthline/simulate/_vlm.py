@@ -1,7 +1,7 @@
 """SIMULATED VLM answers: deterministic, seeded error profiles over an item's known truth.
 
 A simulated model reads ``items.sim_truth`` (project field names, see
-``truthline.demo._scene.truth_of``) and answers every declared field with the errors
+``truthline.simulate._scene.truth_of``) and answers every declared field with the errors
 its profile declares: per-field error rates, a "defaults to B1 when unsure" bias,
 over-flagging of safety fields, weak spatial context. The same ``(profile, key)`` always
 gives the same answer, so reruns and caches are stable. Nothing here is a real model:

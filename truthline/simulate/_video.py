@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from truthline.demo._scene import SITES, ClipSpec, draw_frame, make_specs, truth_of
+from truthline.simulate._scene import SITES, ClipSpec, draw_frame, make_specs, truth_of
 
 
 @dataclass

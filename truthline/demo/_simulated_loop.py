@@ -55,9 +55,9 @@ def build_simulated_loop(
 ) -> Workspace:
     """A workspace whose store holds items, prefill, blind/anchored/expert annotations, and
     (``benchmark``) a gold snapshot and one run of two SIMULATED models of different accuracy."""
-    # imported here: the demo and the workspace import truthline.simulate themselves
-    from truthline.demo._scene import make_specs, truth_of, write_dataset
+    # imported here: importing truthline.demo stays light (the CLI lists it lazily)
     from truthline.media import import_items
+    from truthline.simulate._scene import make_specs, truth_of, write_dataset
     from truthline.workspace import Workspace
 
     ws = Workspace.from_env(root)
