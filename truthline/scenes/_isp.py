@@ -230,14 +230,18 @@ def camera_raw(
     rng: np.random.Generator | None = None,
     *,
     noise: bool = True,
+    exposure: float = 1.0,
     full_well: float = 20000.0,
     read_noise_e: float = 3.0,
     bits: int = 12,
     gain: float = 1.0,
 ) -> tuple[np.ndarray, dict[str, Any]]:
-    """The un-enhanced camera output (SynDORBench's "night" variant): noise, sRGB, 8 bit."""
-    x = _f32(img_linear)
-    applied: dict[str, Any] = {"pipeline": "camera_raw", "noise": bool(noise)}
+    """The un-enhanced camera output (SynDORBench's "night" variant): noise, sRGB, 8 bit.
+
+    ``exposure`` scales the scene before the sensor (a longer shutter: more photons, so
+    relatively less shot noise); ``gain`` is the analogue gain before the ADC."""
+    x = _f32(img_linear) * np.float32(exposure)
+    applied: dict[str, Any] = {"pipeline": "camera_raw", "noise": bool(noise), "exposure": exposure}
     if noise:
         if rng is None:
             raise ValueError("camera_raw: noise=True needs an rng")
@@ -253,6 +257,7 @@ def night_vision(
     rng: np.random.Generator | None = None,
     *,
     noise: bool = True,
+    exposure: float = 1.0,
     full_well: float = 20000.0,
     read_noise_e: float = 3.0,
     bits: int = 12,
@@ -268,12 +273,12 @@ def night_vision(
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Vendor-neutral night-vision ISP (SCENES.md; SynDORBench A.1.5).
 
-    sensor noise -> auto gain -> grey-world WB -> sRGB -> NLM denoise -> CLAHE on L* ->
-    tone curve. Returns the uint8 sRGB image and every parameter actually applied
+    exposure -> sensor noise (analogue ``sensor_gain``) -> auto gain -> grey-world WB -> sRGB
+    -> NLM denoise -> CLAHE on L* -> tone curve. Returns the uint8 sRGB image and every parameter actually applied
     (including the measured gain and WB gains) so a frame record can reproduce it.
     """
-    x = _f32(img_linear)
-    applied: dict[str, Any] = {"pipeline": "night_vision", "noise": bool(noise)}
+    x = _f32(img_linear) * np.float32(exposure)
+    applied: dict[str, Any] = {"pipeline": "night_vision", "noise": bool(noise), "exposure": exposure}
     if noise:
         if rng is None:
             raise ValueError("night_vision: noise=True needs an rng")

@@ -4,8 +4,9 @@
 1. **Variants.** A day render (morning/noon/evening) gives one benchmark item, the ``day``
    image. A midnight render gives two: ``night`` (the camera's raw output: sensor noise, sRGB,
    8 bit; ``_isp.camera_raw``) and ``night-vision`` (``_isp.night_vision``). Linear EXRs are
-   used when the worker wrote them; a PNG-only render (Workbench previews) is decoded to
-   linear and, for midnight, scaled by ``night_scale`` (recorded as ``night_from``).
+   used when the worker wrote them; a PNG-only or Workbench render (previews: Workbench
+   ignores lamps) is decoded to linear and, for midnight, scaled to the mean linear level of
+   a Cycles midnight frame (``night_mean``, 7e-4 as measured; recorded as ``night_from``).
 2. **Features** (``_features``) of the raw and the NV image of each render, inside vs around
    the visible mask. Post-processing fans out over Ray (local, or a cluster address).
 3. **Discernibility** (``_discern``): a Cochran-sized, grid-stratified sample of the night and
@@ -45,6 +46,7 @@ __all__ = [
     "import_benchmark",
     "label_sample",
     "make_items",
+    "renders_from_store",
     "simulate_labels",
     "syndor_tables",
     "tables_markdown",
@@ -63,6 +65,8 @@ FEATURE_COLUMNS = [
     "is_nv",
 ]
 GT_PROVENANCE = "render-gt"
+NIGHT_CAMERA = {"exposure": 4.0, "sensor_gain": 1.0}
+"""The night camera: a longer shutter and analogue gain than by day (both before the ADC)."""
 PROJECT = "dori-visibility"
 
 RENDER_COLUMNS = (
@@ -116,9 +120,12 @@ def fan_out(
 
 
 # -- 1-2: variants and features --------------------------------------------------------------
-def _read_linear(row: Mapping[str, Any], night_scale: float) -> tuple[np.ndarray, str]:
+def _read_linear(row: Mapping[str, Any], night_mean: float) -> tuple[np.ndarray, str]:
     lin = row.get("linear")
-    if isinstance(lin, str) and lin and Path(lin).is_file():
+    # Workbench ignores the scene's lamps: its "midnight" is as bright as noon, so a
+    # Workbench frame (previews, CI) is darkened like a PNG-only one
+    workbench = str(row.get("engine") or "") == "BLENDER_WORKBENCH"
+    if isinstance(lin, str) and lin and Path(lin).is_file() and not workbench:
         os.environ.setdefault("OPENCV_IO_ENABLE_OPENEXR", "1")
         import cv2
 
@@ -129,7 +136,8 @@ def _read_linear(row: Mapping[str, Any], night_scale: float) -> tuple[np.ndarray
     rgb = _read_rgb(row["rgb"], row["render"])
     linear = _isp.srgb_decode(rgb.astype(np.float32) / 255.0)
     if str(row["lighting"]) in NIGHT:
-        return linear * np.float32(night_scale), "png-scaled"
+        m = float(linear.mean())
+        return linear * np.float32(night_mean / m if m > 0 else 0.0), "png-scaled"
     return linear, "png"
 
 
@@ -169,11 +177,11 @@ def _seed_of(row: Mapping[str, Any], seed: int) -> int:
 
 
 def process_render(
-    row: dict[str, Any], out_dir: str, seed: int, nv: dict[str, Any], night_scale: float
+    row: dict[str, Any], out_dir: str, seed: int, nv: dict[str, Any], night_mean: float
 ) -> list[dict[str, Any]]:
     """The benchmark items of one render (pure: safe to run on a Ray worker)."""
     out = Path(out_dir)
-    linear, source = _read_linear(row, night_scale)
+    linear, source = _read_linear(row, night_mean)
     mask = _read_mask(row, linear.shape[:2])
     rng = np.random.default_rng(_seed_of(row, seed))
     base = {k: row.get(k) for k in row if k not in ("rgb", "linear", "mask")}
@@ -200,8 +208,9 @@ def process_render(
                 "is_nv": 0,
             }
         ]
-    raw, raw_p = _isp.camera_raw(linear, rng)
-    nv_img, nv_p = _isp.night_vision(linear, rng, **nv)
+    cam = {**NIGHT_CAMERA, **{k: v for k, v in nv.items() if k in NIGHT_CAMERA}}
+    raw, raw_p = _isp.camera_raw(linear, rng, exposure=cam["exposure"], gain=cam["sensor_gain"])
+    nv_img, nv_p = _isp.night_vision(linear, rng, **{**nv, **cam})
     ff = _features.frame_features({"raw": raw, "nv": nv_img}, mask)
     items = []
     for cond, img, params in (("night", raw, raw_p), ("night-vision", nv_img, nv_p)):
@@ -229,7 +238,7 @@ def make_items(
     *,
     seed: int = 0,
     nv: Mapping[str, Any] | None = None,
-    night_scale: float = 2e-3,
+    night_mean: float = 7e-4,
     workers: int = 1,
     ray_address: str | None = None,
 ) -> pd.DataFrame:
@@ -239,7 +248,7 @@ def make_items(
     if missing:
         raise TruthlineError(f"renders table: missing column(s) {', '.join(missing)}")
     tasks = [
-        (r, str(out_dir), seed, dict(nv or {}), night_scale) for r in renders.to_dict("records")
+        (r, str(out_dir), seed, dict(nv or {}), night_mean) for r in renders.to_dict("records")
     ]
     rows = fan_out(process_render, tasks, workers=workers, ray_address=ray_address)
     return pd.DataFrame([it for group in rows for it in group])
@@ -708,32 +717,45 @@ def tables_markdown(t: Mapping[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def render_table(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
-    """Frame records (``FrameRecord`` dicts of the dori_person environment) -> the renders
-    table :func:`make_items` reads. Image paths come from ``record['paths']``."""
+def renders_from_store(root: str | Path, env: str = "dori") -> pd.DataFrame:
+    """The renders table :func:`make_items` reads, from a frame store written by
+    ``truthline scenes render dori`` (records + content-addressed images)."""
+    from truthline.scenes._store import FrameStore
+
+    store = FrameStore(root)
     rows = []
-    for rec in records:
-        p, gt = rec.get("params", {}), rec.get("gt", {})
-        paths = rec.get("paths", {})
+    for rec in store.records():
+        if rec.env != env:
+            continue
+        p, gt = rec.params, rec.gt
+
+        def path(v: str, rec: Any = rec) -> str | None:
+            return str(store.variant_path(rec, v)) if v in rec.images else None
+
         rows.append(
             {
-                "render": rec.get("job_id"),
+                "render": rec.job_id,
                 "scene": p.get("scene", ""),
                 "pose": p.get("pose", ""),
                 "lighting": p.get("lighting", ""),
                 "distance_m": p.get("distance_m"),
-                "dori": gt.get("dori", ""),
-                "azimuth": p.get("azimuth", p.get("azimuth_deg")),
-                "elevation": p.get("elevation", p.get("elevation_deg")),
-                "present": bool(gt.get("presence", gt.get("present", True))),
-                "ppm": gt.get("ppm", gt.get("ppm_formula")),
+                "dori": gt.get("dori_class", ""),
+                "azimuth": p.get("azimuth_deg"),
+                "elevation": p.get("elevation_deg"),
+                "present": bool(gt.get("present")),
+                "ppm": gt.get("ppm_formula"),
                 "visible_px": gt.get("visible_px"),
-                "rgb": paths.get("rgb"),
-                "linear": paths.get("linear"),
-                "mask": paths.get("mask"),
+                "engine": rec.render.get("engine", ""),
+                "rgb": path("rgb"),
+                "linear": path("linear"),
+                "mask": path("mask"),
             }
         )
-    return pd.DataFrame(rows)
+    if not rows:
+        raise TruthlineError(
+            f"{root}: no {env!r} frame records; render some with `truthline scenes render {env}`"
+        )
+    return pd.DataFrame(rows).sort_values("render").reset_index(drop=True)
 
 
 # -- a SIMULATED viewer model -----------------------------------------------------------------
@@ -749,8 +771,8 @@ def _register_backend() -> None:
     from truthline.models._registry import BACKENDS, Backend, backend
     from truthline.models._types import Completion, ModelRequest
 
-    if "simulated-dori" in BACKENDS:
-        return
+    if "simulated-dori" in BACKENDS.as_dict():  # loaded already (``in`` also counts
+        return  # entry points not yet imported: this module IS that entry point)
 
     @backend("simulated-dori")
     class SimulatedDoriBackend(Backend):
