@@ -278,7 +278,11 @@ def night_vision(
     (including the measured gain and WB gains) so a frame record can reproduce it.
     """
     x = _f32(img_linear) * np.float32(exposure)
-    applied: dict[str, Any] = {"pipeline": "night_vision", "noise": bool(noise), "exposure": exposure}
+    applied: dict[str, Any] = {
+        "pipeline": "night_vision",
+        "noise": bool(noise),
+        "exposure": exposure,
+    }
     if noise:
         if rng is None:
             raise ValueError("night_vision: noise=True needs an rng")
