@@ -17,7 +17,7 @@ step "python environment ($VENV)"
 "$VENV/bin/python" -m pip install -q -U pip 2>&1 | grep -v '^WARNING: Location' || true
 # torch + torchvision first, as the working CPU pair (DEPENDENCIES.md §1): ultralytics needs torchvision.
 "$VENV/bin/python" -m pip install -q "torch==2.14.1" "torchvision==0.29.1" 2>&1 | grep -v '^WARNING: Location' || true
-"$VENV/bin/python" -m pip install -q -e ".[vlm,embed,detect,dev]" 2>&1 | grep -v '^WARNING: Location' || true
+"$VENV/bin/python" -m pip install -q -e ".[vlm,embed,detect,scenes,dev]" 2>&1 | grep -v '^WARNING: Location' || true
 "$VENV/bin/python" -c "import cv2, torch, torchvision, ultralytics, transformers, truthline; print('imports ok: cv2', cv2.__version__, 'torch', torch.__version__)"
 export PATH="$VENV/bin:$PATH"
 
@@ -48,6 +48,12 @@ export TRUTHLINE_TEST_PG_URL
 
 step "Label Studio server environment"
 "$VENV/bin/python" -m truthline.annotate.server_env --ensure
+
+step "scenes environment (bpy 5.0.1 in its own venv)"
+# ~820 MB from PyPI once (~35 s), then cached; the scene tests render real frames in it and
+# fail, rather than skip, when it is missing
+"$VENV/bin/python" -m truthline.scenes.env --ensure --quiet
+export TRUTHLINE_REQUIRE_SCENES=1
 
 step "ruff"
 ruff check .

@@ -3,6 +3,8 @@ worker's failure handling, the store's resume and the Ray fan-out. Tiny frames o
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from PIL import Image
@@ -90,8 +92,6 @@ def test_midnight_cycles_frame_keeps_a_dim_linear_exr(worker, tmp_path):
     assert res["ok"], res
     ext, data = res["data"]["linear"]
     assert ext == "exr" and data[:4] == b"\x76\x2f\x31\x01"  # OpenEXR magic
-    import os
-
     os.environ.setdefault("OPENCV_IO_ENABLE_OPENEXR", "1")
     import cv2
 
@@ -149,7 +149,12 @@ def test_render_stores_by_content_hash_and_a_rerun_skips(worker, tmp_path):
 
 
 def test_ray_fan_out_renders_the_same_frames(tmp_path, scenes_env):
-    pytest.importorskip("ray", reason="Ray is in the 'scenes' extra")
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        if os.environ.get("TRUTHLINE_REQUIRE_SCENES") == "1":
+            pytest.fail("Ray is missing: pip install -e '.[scenes]'")
+        pytest.skip("Ray is in the 'scenes' extra")
     env = get_environment("dori")
     frames = list(env.grid("tiny"))[:2]  # type: ignore[attr-defined]
     rep = render("dori", frames, tmp_path, WB, workers=2)

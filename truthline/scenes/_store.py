@@ -28,8 +28,8 @@ def _atomic_write(path: Path, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        # the rename is what makes it atomic for a crashed or killed run; no fsync (it cost
+        # more than the rest of the host's work per frame, and a frame is cheap to redo)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

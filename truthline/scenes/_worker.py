@@ -35,6 +35,10 @@ NOISE = re.compile(
 """Worker log lines that say nothing (CUDA/EGL probing, render progress, save notices)."""
 
 _PKG_DIR = Path(__file__).resolve().parents[1]  # the truthline package
+_MISSING = (
+    "the scenes environment is missing or broken ({venv}); create it with "
+    "`python -m truthline.scenes.env --ensure`"
+)
 
 
 class WorkerClient:
@@ -65,11 +69,10 @@ class WorkerClient:
         if self._python is None:
             from truthline.scenes import env
 
-            if not env.installed():
-                raise WorkerError(
-                    f"the scenes environment is missing ({env.venv_dir()}); create it with "
-                    "`python -m truthline.scenes.env --ensure`"
-                )
+            # only the interpreter's presence here (importing bpy to check costs ~1 s); a
+            # venv without bpy fails at start-up with the same hint
+            if not env.python_exe().exists():
+                raise WorkerError(_MISSING.format(venv=env.venv_dir()))
             self._python = env.python_exe()
         return self._python
 
@@ -114,7 +117,12 @@ class WorkerClient:
         self._tail.clear()
         self._drain = threading.Thread(target=self._drain_logs, args=(self._proc,), daemon=True)
         self._drain.start()
-        ready = self._read_line(self.start_timeout_s, what="worker start-up")
+        try:
+            ready = self._read_line(self.start_timeout_s, what="worker start-up")
+        except WorkerError as exc:
+            if "No module named 'bpy'" in str(exc):
+                raise WorkerError(_MISSING.format(venv=exe.parent.parent)) from None
+            raise
         self.blender_version = str(ready.get("blender_version", ""))
 
     def _drain_logs(self, proc: subprocess.Popen[bytes]) -> None:
