@@ -23,6 +23,21 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.fixture(scope="session")
+def generated_small(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """4 SIMULATED problems (one per domain), seed 2: for tests that post many annotations."""
+    out = tmp_path_factory.mktemp("gen_small") / "g"
+    generate(4, 2, out)
+    return out
+
+
+@pytest.fixture
+def small_copy(generated_small: Path, tmp_path: Path) -> Path:
+    dest = tmp_path / "gs"
+    shutil.copytree(generated_small, dest)
+    return dest
+
+
 @pytest.fixture
 def gen_copy(generated: Path, tmp_path: Path) -> Path:
     """A private copy of the generated problems a test may change."""

@@ -4,7 +4,7 @@ blind double verification and adjudication (shared/PHYSALIGN.md §1-4, §12, §1
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -285,3 +285,175 @@ def passes_simulate(
             f"SIMULATED {stage}: {info['posted']} annotations posted as {', '.join(who)}"
         ),
     )
+
+
+# -- blind verification and adjudication -------------------------------------------------------
+ReviewerOpt = Annotated[
+    list[str],
+    typer.Option("--reviewer", help="Email of a blind reviewer (give exactly two)."),
+]
+
+verify_app = typer.Typer(
+    help="Blind-first double verification: one Label Studio project per reviewer.",
+    no_args_is_help=True,
+)
+app.add_typer(verify_app, name="verify")
+adjudicate_app = typer.Typer(
+    help="Third-reviewer adjudication of probes whose blind answers disagree or were flagged.",
+    no_args_is_help=True,
+)
+app.add_typer(adjudicate_app, name="adjudicate")
+
+
+def _render_counts(info: dict[str, Any]) -> None:
+    console.print(
+        f"{info['probes']} probes: " + ", ".join(f"{k} {v}" for k, v in info["by_status"].items())
+    )
+
+
+@verify_app.command("push")
+def verify_push(
+    ctx: typer.Context,
+    release: ReleaseOpt,
+    reviewer: ReviewerOpt,
+    url: UrlOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Import every public probe into each reviewer's own blind project (no predictions,
+    no targets, no source annotations; the task data passes the leak check first)."""
+    from truthline.physalign._verify import push_verify
+
+    info = push_verify(_client(ctx, url), release, reviewer)
+
+    def render() -> None:
+        for p in info["projects"]:
+            console.print(
+                f"{p['reviewer']}: {p['created']} tasks created, {p['existing']} already "
+                f"there -> {p['project_url']}"
+            )
+
+    emit(info, as_json, render)
+
+
+@verify_app.command("pull")
+def verify_pull(
+    ctx: typer.Context, release: ReleaseOpt, url: UrlOpt = None, as_json: JsonOpt = False
+) -> None:
+    """Pull both blind answers and decide: approved_direct iff both agree with each other and
+    the target and neither flagged QC; otherwise the probe needs adjudication."""
+    from truthline.physalign._verify import pull_verify
+
+    info = pull_verify(_client(ctx, url), release)
+    emit(info, as_json, lambda: _render_counts(info))
+
+
+@verify_app.command("simulate")
+def verify_simulate(
+    ctx: typer.Context,
+    release: ReleaseOpt,
+    reviewer: ReviewerOpt,
+    wrong_every: Annotated[
+        int,
+        typer.Option(
+            "--wrong-every",
+            min=0,
+            help="The second reviewer answers another alias on every N-th probe.",
+        ),
+    ] = 0,
+    flag_every: Annotated[
+        int,
+        typer.Option(
+            "--flag-every", min=0, help="The second reviewer raises a QC flag on every N-th probe."
+        ),
+    ] = 0,
+    url: UrlOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """SIMULATED blind reviewers answer from the private targets (demos and tests only)."""
+    from truthline.physalign._verify import simulate_verify
+
+    info = simulate_verify(
+        _client(ctx, url),
+        release,
+        reviewer,
+        _users_file(ctx),
+        wrong_every=wrong_every,
+        flag_every=flag_every,
+    )
+    emit(
+        info,
+        as_json,
+        lambda: console.print(
+            f"SIMULATED: {info['posted']} blind answers posted as {', '.join(info['reviewers'])}"
+        ),
+    )
+
+
+@adjudicate_app.command("push")
+def adjudicate_push(
+    ctx: typer.Context, release: ReleaseOpt, url: UrlOpt = None, as_json: JsonOpt = False
+) -> None:
+    """Create the adjudication project (after the blind answers are pulled) with both answers,
+    the private target and the source observation of every probe that needs it."""
+    from truthline.physalign._verify import push_adjudicate
+
+    info = push_adjudicate(_client(ctx, url), release)
+    emit(
+        info,
+        as_json,
+        lambda: console.print(
+            f"{info['tasks']} probes to adjudicate ({info['created']} new) -> {info['project_url']}"
+        ),
+    )
+
+
+@adjudicate_app.command("pull")
+def adjudicate_pull(
+    ctx: typer.Context, release: ReleaseOpt, url: UrlOpt = None, as_json: JsonOpt = False
+) -> None:
+    """Record each adjudication and the final decision with who decided and when."""
+    from truthline.physalign._verify import pull_adjudicate
+
+    info = pull_adjudicate(_client(ctx, url), release)
+    emit(info, as_json, lambda: _render_counts(info))
+
+
+@adjudicate_app.command("simulate")
+def adjudicate_simulate(
+    ctx: typer.Context,
+    release: ReleaseOpt,
+    adjudicator: Annotated[
+        str, typer.Option("--adjudicator", help="Email of the SIMULATED third reviewer.")
+    ] = "sim-adjudicator@physalign.local",
+    withhold_every: Annotated[
+        int, typer.Option("--withhold-every", min=0, help="Withhold every N-th probe as ambiguous.")
+    ] = 0,
+    url: UrlOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """A SIMULATED third reviewer approves the known target (demos and tests only)."""
+    from truthline.physalign._verify import simulate_adjudicate
+
+    info = simulate_adjudicate(
+        _client(ctx, url), release, adjudicator, _users_file(ctx), withhold_every=withhold_every
+    )
+    emit(info, as_json, lambda: console.print(f"SIMULATED: {info['posted']} adjudications posted"))
+
+
+@app.command("status")
+def status_cmd(release: ReleaseOpt, as_json: JsonOpt = False) -> None:
+    """Probes, types, sets (G, L, P, H, H_hard), verification and adjudication of a release."""
+    from truthline.physalign._verify import status
+
+    info = status(release)
+
+    def render() -> None:
+        console.print(
+            f"{info['probes']} probes from {info['parents']} parents; types {info['types']}"
+        )
+        console.print(f"sets {info['sets']}")
+        console.print(f"verification: {info['verification']}")
+        if info.get("decided_by"):
+            console.print(f"decided by: {info['decided_by']}")
+
+    emit(info, as_json, render)

@@ -2,8 +2,9 @@
 
 ``metadata.csv`` (for ``truthline items import <release>/public/views --media-root
 <release>/public --metadata ...``) has one row per probe: the localized view is the item's
-image, the public inputs the template declares (``probe_type``, ``candidates`` alias -> box
-``[x0, y0, x1, y1]``, ``label_xy``), the cluster (an opaque group id, never the parent id),
+image, the public inputs the template declares (``probe_type``, ``problem_text``,
+``question``, ``anchor``, ``candidates`` alias -> ``{"bbox": [x, y, w, h]}`` (and
+``"polyline"``) in display order, ``label_xy``), the cluster (an opaque group id, never the parent id),
 the eligibility sets and K, and ``sim_truth`` (for SIMULATED models only).
 ``labels.csv`` (for ``truthline audit import-table``) holds the targets: each blind
 verifier's answer (tier 1, blind arm) and the final decision as an expert value (tier 2),
@@ -26,9 +27,14 @@ from truthline.physalign._records import read_json, read_jsonl
 DECIDED = ("approved_direct", "approved_adjudicated", "corrected_regenerated")
 
 
-def _box(v: dict[str, Any]) -> list[float]:
-    x, y, w, h = v["bbox"]
-    return [round(x, 2), round(y, 2), round(x + w, 2), round(y + h, 2)]
+def _geometry(cand: dict[str, Any]) -> dict[str, Any]:
+    """A candidate's first image view as the template's public input: ``{"bbox": [x, y, w,
+    h]}`` plus ``"polyline"`` for a cable or an arrow (what the nearest-region rule uses)."""
+    v = next(v for v in cand["views"] if v.get("bbox"))
+    out: dict[str, Any] = {"bbox": v["bbox"]}
+    if v.get("polyline"):
+        out["polyline"] = v["polyline"]
+    return out
 
 
 def _role(priv: dict[str, Any]) -> str:
@@ -79,10 +85,7 @@ def write_import_tables(
             label_xy: list[float] | None = [round(x + w / 2, 2), round(y + h / 2, 2)]
         else:
             label_xy = None
-        cands = {
-            c["alias"]: _box(next(v for v in c["views"] if v.get("bbox")))
-            for c in pub["candidates"]
-        }
+        cands = {c["alias"]: _geometry(c) for c in pub["candidates"]}  # display order
         final = (rev or {}).get("final") or {}
         role = final.get("role") or _role(priv)
         read_t = (
@@ -97,6 +100,9 @@ def write_import_tables(
                 "domain": priv.get("domain") or "",
                 "problem": opaque("grp-", rules["release_seed"], priv["parent_id"]),
                 "split": membership[priv["parent_id"]]["split"],
+                "problem_text": pub["problem"]["text"],
+                "question": pub["question"],
+                "anchor": json.dumps({k: v for k, v in anchor.items() if k != "image_id"}),
                 "candidates": json.dumps(cands),
                 "label_xy": json.dumps(label_xy) if label_xy else "",
                 "K": priv["baseline"]["K"],
@@ -127,7 +133,9 @@ def write_import_tables(
                 label_rows.append(
                     _label(key, read_field, b["reviewer"], ans["read"], 1, "blind", False)
                 )
-        who = (rev or {}).get("decided_by") or "physalign-consensus"
+        who = (rev or {}).get("decided_by")
+        if not isinstance(who, str):  # approved directly: both blind reviewers agreed
+            who = "physalign:blind-agreement"
         label_rows.append(_label(key, ground_field, who, role, 2, "review", True))
         if read_t:
             label_rows.append(_label(key, read_field, who, read_t, 2, "review", True))

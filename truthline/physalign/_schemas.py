@@ -278,3 +278,18 @@ def validate(record: dict[str, Any], which: str, where: str) -> None:
             f"{where}: probe {record.get('probe_id', '?')}: {which} record field {path}: "
             f"{e.message} (schema physalign.{which}/1)"
         )
+
+
+def validate_review(row: dict[str, Any], where: str) -> None:
+    """A ``private/review.jsonl`` row against the private schema's ``review`` definition."""
+    if "review" not in _VALIDATORS:
+        _VALIDATORS["review"] = _validator(
+            {"$defs": PRIVATE_SCHEMA["$defs"], "$ref": "#/$defs/review"}
+        )
+    errors = sorted(_VALIDATORS["review"].iter_errors(row), key=lambda e: list(e.absolute_path))
+    if errors:
+        e = errors[0]
+        path = "/".join(str(p) for p in e.absolute_path) or "(row)"
+        raise SchemaError(
+            f"{where}: probe {row.get('probe_id', '?')}: review field {path}: {e.message}"
+        )

@@ -1,0 +1,155 @@
+"""Blind-first double verification and adjudication through a real Label Studio: SIMULATED
+reviewers post through the API as themselves; the blind projects hold public data only;
+disagreements and QC flags go to the third reviewer, and every decision names who made it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from truthline.errors import TruthlineError
+from truthline.physalign import compile_release, read_jsonl
+from truthline.physalign._verify import (
+    REVIEW,
+    decide_blind,
+    pull_adjudicate,
+    pull_verify,
+    push_adjudicate,
+    push_verify,
+    simulate_adjudicate,
+    simulate_verify,
+    status,
+)
+
+pytestmark = pytest.mark.labelstudio
+
+REVIEWERS = ["sim-blind-a@physalign.local", "sim-blind-b@physalign.local"]
+ADJUDICATOR = "sim-adjudicator@physalign.local"
+
+
+def _blind(who: str, role: str, read: str | None = None, qc: list[str] | None = None) -> dict:
+    return {
+        "reviewer": who,
+        "answer": {"role": role, "read": read},
+        "qc_flags": qc or [],
+        "submitted_at": "2026-12-01T00:00:00Z",
+    }
+
+
+def test_decide_blind_follows_the_spec():
+    priv = {
+        "targets": {
+            "owner": {"aliases": ["E2"]},
+            "read": {
+                "text": "m_1 = 3 kg",
+                "rules": ["nfc", "ws", "subsup_braces", "eq_space", "num_unit_space"],
+            },
+        }
+    }
+    ok = [_blind("a", "E2", "m_1 = 3 kg"), _blind("b", " e2 ", "m_{1}=3kg")]
+    assert decide_blind(priv, ok) == ("approved_direct", [])  # equal under the contract's N
+    status_, why = decide_blind(
+        priv, [_blind("a", "E2", "m_1 = 3 kg"), _blind("b", "E1", "m_1 = 3 kg")]
+    )
+    assert status_ == "needs_adjudication" and "the blind answers disagree on the role" in why
+    # both agree with each other but not with the target: still adjudicated
+    status_, why = decide_blind(
+        priv, [_blind("a", "E1", "m_1 = 3 kg"), _blind("b", "E1", "m_1 = 3 kg")]
+    )
+    assert status_ == "needs_adjudication" and any("differs from the target" in w for w in why)
+    status_, why = decide_blind(
+        priv, [_blind("a", "E2", "m_1 = 3 kg"), _blind("b", "E2", "m1 = 3 kg")]
+    )
+    assert status_ == "needs_adjudication" and "the blind readings disagree" in why  # m1 != m_1
+    flagged = [
+        _blind("a", "E2", "m_1 = 3 kg"),
+        _blind("b", "E2", "m_1 = 3 kg", ["question_unclear"]),
+    ]
+    assert decide_blind(priv, flagged)[0] == "needs_adjudication"
+    assert decide_blind(priv, ok[:1])[0] == "pending_blind"
+
+
+@pytest.fixture
+def release(small_copy: Path) -> Path:
+    compile_release(small_copy / "annotations.jsonl", small_copy / "release", seed=11)
+    return small_copy / "release"
+
+
+def test_blind_verification_and_adjudication(ls, release: Path, users_file: Path):
+    admin = ls.admin()
+    public = read_jsonl(release / "public" / "probes.jsonl")
+    private = {p["probe_id"]: p for p in read_jsonl(release / "private" / "targets.jsonl")}
+    with pytest.raises(TruthlineError, match="exactly two different reviewers"):
+        push_verify(admin, release, REVIEWERS[:1])
+    with pytest.raises(TruthlineError, match="no blind answers pulled yet"):
+        push_adjudicate(admin, release)
+    rep = push_verify(admin, release, REVIEWERS)
+    assert [p["created"] for p in rep["projects"]] == [len(public), len(public)]
+    state = json.loads((release / "private" / "label_studio.json").read_text())[admin.url]
+    pids = {state[f"verify:{w}"]["ls_project_id"] for w in REVIEWERS}
+    assert len(pids) == 2  # one project per reviewer
+    # a blind task holds no target, alias map, entity id or parent id, and no prediction
+    some = next(iter(state[f"verify:{REVIEWERS[0]}"]["tasks"].items()))
+    task = admin.get(f"/api/tasks/{some[1]}")
+    assert not task.get("predictions")
+    text = json.dumps(task["data"])
+    priv = private[some[0]]
+    assert priv["parent_id"] not in text and not any(e in text for e in priv["alias_map"].values())
+    assert set(task["data"]) == {
+        "item_id",
+        "question",
+        "problem_text",
+        "anchor_text",
+        "localized_view",
+        "candidate_choices",
+    }
+    assert push_verify(admin, release, REVIEWERS)["projects"][0]["created"] == 0
+
+    sim = simulate_verify(admin, release, REVIEWERS, users_file, wrong_every=5, flag_every=7)
+    assert sim["posted"] == 2 * len(public) and sim["simulated"]
+    assert simulate_verify(admin, release, REVIEWERS, users_file)["posted"] == 0  # never twice
+    counts = pull_verify(admin, release)
+    n = len(public)
+    expect_adj = len({k for k in range(1, n + 1) if k % 5 == 0 or k % 7 == 0})
+    assert counts["by_status"] == {
+        "approved_direct": n - expect_adj,
+        "needs_adjudication": expect_adj,
+    }
+    rows = {r["probe_id"]: r for r in read_jsonl(release / REVIEW)}
+    direct = next(r for r in rows.values() if r.get("decision") == "approved_direct")
+    assert sorted(direct["decided_by"]) == REVIEWERS
+    assert all(b["submitted_at"] for b in direct["blind"])
+
+    adj = push_adjudicate(admin, release)
+    assert adj["tasks"] == expect_adj
+    adj_task = admin.get(
+        f"/api/tasks/{next(iter(json.loads((release / 'private' / 'label_studio.json').read_text())[admin.url]['adjudicate']['tasks'].values()))}"
+    )
+    assert {"blind_answer_a", "blind_answer_b", "private_target", "source_observation"} <= set(
+        adj_task["data"]
+    )
+    simulate_adjudicate(admin, release, ADJUDICATOR, users_file, withhold_every=3)
+    final = pull_adjudicate(admin, release)
+    withheld = expect_adj // 3
+    assert final["by_status"] == {
+        "approved_direct": n - expect_adj,
+        "approved_adjudicated": expect_adj - withheld,
+        "withheld": withheld,
+    }
+    rows = read_jsonl(release / REVIEW)
+    for r in rows:
+        assert r["decided_by"]
+        if r["decision"] in ("approved_adjudicated", "withheld"):
+            assert r["decided_by"] == ADJUDICATOR and r["adjudication"]["rationale"]
+        if r["decision"] != "withheld":
+            role = (
+                private[r["probe_id"]]["targets"].get("owner")
+                or private[r["probe_id"]]["targets"]["referent"]
+            )["aliases"][0]
+            assert r["final"]["role"] == role
+    # a second verify pull keeps the adjudications
+    assert pull_verify(admin, release)["by_status"] == final["by_status"]
+    st = status(release)
+    assert st["decided_by"][ADJUDICATOR] == expect_adj

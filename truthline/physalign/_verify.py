@@ -1,0 +1,590 @@
+"""Blind-first double verification and third-reviewer adjudication (spec §12) in Label Studio.
+
+1. Two reviewers each get their OWN project (``verify_blind.xml``): the public probe only,
+   imported without predictions, targets or source annotations. The task data is put
+   through the leak check before it is imported.
+2. Pulled blind answers are decided: **approved_direct** iff both answers agree field by
+   field under the scoring contract's equality (alias ``strip().upper()``, reading N), both
+   equal the private target and neither raises a QC flag. Anything else needs adjudication.
+3. The adjudication project (``adjudicate.xml``) is created only after both blind answers
+   were pulled (their ``created_at`` is on record first). The third reviewer sees both
+   answers, the private target and the source observation and decides: approve, correct the
+   target (the corrected target is regenerated from the alias map and is final), correct
+   the probe, or withhold. A probe correction withholds the probe and flags its siblings
+   (same parent) for review.
+4. ``private/review.jsonl`` keeps the blind answers with their timestamps, the adjudication
+   and the final decision with who decided and when.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from truthline.annotate import LSClient
+from truthline.errors import TruthlineError
+from truthline.physalign._leak import check as leak_check
+from truthline.physalign._ls import (
+    annotator_of,
+    data_uri,
+    ensure_project,
+    export_tasks,
+    import_tasks,
+    label_config,
+    load_state,
+    save_state,
+    submitted,
+)
+from truthline.physalign._prompt import anchor_text, candidate_lines
+from truthline.physalign._records import read_jsonl, write_jsonl
+
+REVIEW = "private/review.jsonl"
+QC_FLAGS = (
+    "anchor_mislocalized",
+    "question_unclear",
+    "candidate_missing_or_indistinguishable",
+    "answer_not_supported_by_evidence",
+    "public_input_leaks_answer",
+)
+OUTCOMES = {
+    "approve_target": "approved_adjudicated",
+    "correct_target_regenerate": "corrected_regenerated",
+    "correct_probe_regenerate": "withheld",
+    "withhold_ambiguous": "withheld",
+}
+
+
+def _norm_read(text: str | None, rules: list[str]) -> str | None:
+    from truthline.benchmark._scoring import read_normal_form
+
+    return None if text is None else read_normal_form(text, rules)
+
+
+def _load(release: Path) -> tuple[list[dict], dict[str, dict], list[dict]]:
+    release = Path(release)
+    public = read_jsonl(release / "public" / "probes.jsonl")
+    private = {p["probe_id"]: p for p in read_jsonl(release / "private" / "targets.jsonl")}
+    records = read_jsonl(release / "private" / "annotations.jsonl")
+    return public, private, records
+
+
+def _state_dir(release: Path) -> Path:
+    return Path(release) / "private"
+
+
+def _check_reviewers(reviewers: list[str]) -> list[str]:
+    from truthline.annotate._users import check_emails
+
+    reviewers = check_emails(reviewers)
+    if len(reviewers) != 2:
+        raise TruthlineError(
+            f"--reviewer: blind verification needs exactly two different reviewers, got "
+            f"{len(reviewers)} ({', '.join(reviewers)})"
+        )
+    return reviewers
+
+
+def blind_task(pub: dict[str, Any], release: Path, item_id: int) -> dict[str, Any]:
+    """The task a blind reviewer sees: the public probe and nothing else."""
+    fields = "; ".join(f"{k}: {v}" for k, v in pub["output_schema"].items())
+    return {
+        "item_id": item_id,
+        "question": f"{pub['question']} (answer {fields})",
+        "problem_text": pub["problem"]["text"],
+        "anchor_text": "Evidence "
+        + anchor_text(pub)
+        + "\nCandidates:\n"
+        + "\n".join(candidate_lines(pub)),
+        "localized_view": data_uri(Path(release) / "public" / pub["localized_views"][0]["path"]),
+        "candidate_choices": [{"value": c["alias"]} for c in pub["candidates"]],
+    }
+
+
+def push_verify(client: LSClient, release: Path, reviewers: list[str]) -> dict[str, Any]:
+    """One blind project per reviewer; tasks hold the public probe only (leak-checked)."""
+    reviewers = _check_reviewers(reviewers)
+    release = Path(release)
+    client.whoami()
+    public, private, records = _load(release)
+    tasks = {
+        p["probe_id"]: {"data": blind_task(p, release, k)} for k, p in enumerate(public, start=1)
+    }
+    # blindness: no private value in anything a reviewer is shown
+    texts = {
+        f"blind task of probe {pid}": json.dumps(t["data"], ensure_ascii=False)
+        for pid, t in tasks.items()
+    }
+    leak_check(public, list(private.values()), records, extra_texts=texts)
+    state = load_state(_state_dir(release), client)
+    out = []
+    for who in reviewers:
+        slot = f"verify:{who}"
+        pid = ensure_project(
+            client,
+            state,
+            slot,
+            f"PhysAlign blind verify [{who}]",
+            label_config("verify_blind"),
+            maximum_annotations=1,
+            show_collab_predictions=False,
+            show_instruction=True,
+            expert_instruction="Blind verification: answer the probe from the view and the text "
+            "alone. Pick the candidate alias; for a reading question also type the literal "
+            "content at R1 exactly as printed. Raise a QC flag for anything wrong with the probe.",
+        )
+        rep = import_tasks(
+            client, state, slot, tasks, lambda: save_state(_state_dir(release), client, state)
+        )
+        out.append(
+            rep
+            | {
+                "reviewer": who,
+                "ls_project_id": pid,
+                "project_url": f"{client.url}/projects/{pid}/data",
+            }
+        )
+    return {"probes": len(tasks), "projects": out}
+
+
+def _blind_answer(ann: dict[str, Any]) -> dict[str, Any]:
+    role = read = note = None
+    qc: list[str] = []
+    for r in ann.get("result") or []:
+        v = r.get("value") or {}
+        name = r.get("from_name")
+        if name == "role":
+            role = (v.get("choices") or [None])[0]
+        elif name == "read":
+            read = "\n".join(v.get("text") or []) or None
+        elif name == "qc":
+            qc = sorted(v.get("choices") or [])
+        elif name == "note":
+            note = "\n".join(v.get("text") or []) or None
+    return {
+        "reviewer": annotator_of(ann),
+        "answer": {"role": role, "read": read},
+        "qc_flags": qc,
+        "note": note,
+        "submitted_at": str(ann.get("created_at")),
+        "ls_annotation_id": ann.get("id"),
+    }
+
+
+def _target(priv: dict[str, Any]) -> tuple[str, str | None, list[str]]:
+    t = priv["targets"]
+    role = (t.get("owner") or t.get("referent"))["aliases"][0]
+    read = (t.get("read") or {}).get("text")
+    rules = (t.get("read") or {}).get("rules") or []
+    return role, read, rules
+
+
+def decide_blind(priv: dict[str, Any], blind: list[dict[str, Any]]) -> tuple[str, list[str]]:
+    """``(status, reasons)``: ``approved_direct``, ``needs_adjudication`` or ``pending_blind``."""
+    if len(blind) < 2:
+        return "pending_blind", [f"{len(blind)} of 2 blind answers"]
+    role, read, rules = _target(priv)
+    reasons = []
+    a, b = blind[0], blind[1]
+
+    def norm_role(x: Any) -> str | None:
+        return x.strip().upper() if isinstance(x, str) else None
+
+    if norm_role(a["answer"]["role"]) != norm_role(b["answer"]["role"]):
+        reasons.append("the blind answers disagree on the role")
+    for x in (a, b):
+        if norm_role(x["answer"]["role"]) != role:
+            reasons.append(f"{x['reviewer']}'s role differs from the target")
+        if x["qc_flags"]:
+            reasons.append(f"{x['reviewer']} raised QC flags {', '.join(x['qc_flags'])}")
+    if read is not None:
+        na, nb = _norm_read(a["answer"]["read"], rules), _norm_read(b["answer"]["read"], rules)
+        if na != nb:
+            reasons.append("the blind readings disagree")
+        for x, n in ((a, na), (b, nb)):
+            if n != _norm_read(read, rules):
+                reasons.append(f"{x['reviewer']}'s reading differs from the target")
+    return ("approved_direct" if not reasons else "needs_adjudication"), reasons
+
+
+def pull_verify(client: LSClient, release: Path) -> dict[str, Any]:
+    """Pull both blind projects, decide each probe, keep adjudications already made."""
+    release = Path(release)
+    public, private, _ = _load(release)
+    state = load_state(_state_dir(release), client)
+    slots = sorted(s for s in state if s.startswith("verify:"))
+    if len(slots) != 2:
+        raise TruthlineError(
+            f"{_state_dir(release) / 'label_studio.json'}: no blind verification pushed to "
+            f"{client.url}; run `truthline physalign verify push` first"
+        )
+    blind: dict[str, list[dict[str, Any]]] = {p["probe_id"]: [] for p in public}
+    for slot in slots:
+        who = slot.split(":", 1)[1]
+        by_task = {tid: pid for pid, tid in state[slot]["tasks"].items()}
+        for tid, task in export_tasks(client, state, slot).items():
+            pid = by_task.get(tid)
+            anns = [a for a in submitted(task) if annotator_of(a) == who]
+            if pid is None or not anns:
+                continue  # an annotation by anyone else in a blind project is not counted
+            blind[pid].append(_blind_answer(anns[0]))  # the first submission is the blind one
+    old = _read_review(release)
+    rows = []
+    for pub in public:
+        pid = pub["probe_id"]
+        answers = sorted(blind[pid], key=lambda x: x["reviewer"])
+        status, reasons = decide_blind(private[pid], answers)
+        prev = old.get(pid) or {}
+        row: dict[str, Any] = {
+            "probe_id": pid,
+            "blind": answers,
+            "status": status,
+            "reasons": reasons,
+            "adjudication": prev.get("adjudication"),
+            "blind_pulled_at": prev.get("blind_pulled_at")
+            if prev.get("blind") == answers
+            else _now(),
+        }
+        if status == "approved_direct":
+            role, read, _ = _target(private[pid])
+            row |= {
+                "decision": "approved_direct",
+                "decided_by": [x["reviewer"] for x in answers],
+                "decided_at": max(x["submitted_at"] for x in answers),
+                "final": {"role": role, "read": read},
+            }
+        elif prev.get("adjudication"):  # an adjudication already decided this probe
+            row |= {
+                k: prev[k] for k in ("decision", "decided_by", "decided_at", "final") if k in prev
+            }
+        rows.append(row)
+    _write_review(release, rows)
+    return _counts(rows)
+
+
+def _now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat()
+
+
+def _read_review(release: Path) -> dict[str, dict[str, Any]]:
+    p = Path(release) / REVIEW
+    return {r["probe_id"]: r for r in read_jsonl(p)} if p.is_file() else {}
+
+
+def _write_review(release: Path, rows: list[dict[str, Any]]) -> None:
+    from truthline.physalign._schemas import validate_review
+
+    for r in rows:
+        validate_review(r, str(Path(release) / REVIEW))
+    write_jsonl(Path(release) / REVIEW, rows)
+
+
+def _counts(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, int] = {}
+    for r in rows:
+        k = r.get("decision") or r["status"]
+        out[k] = out.get(k, 0) + 1
+    return {"probes": len(rows), "by_status": dict(sorted(out.items()))}
+
+
+# -- adjudication ------------------------------------------------------------------------------
+def _answer_text(x: dict[str, Any]) -> str:
+    a = x["answer"]
+    parts = [f"reviewer {x['reviewer']} at {x['submitted_at']}: role {a['role']}"]
+    if a.get("read") is not None:
+        parts.append(f"read {a['read']!r}")
+    if x["qc_flags"]:
+        parts.append(f"QC {', '.join(x['qc_flags'])}")
+    if x.get("note"):
+        parts.append(f"note {x['note']!r}")
+    return "; ".join(parts)
+
+
+def push_adjudicate(client: LSClient, release: Path) -> dict[str, Any]:
+    """The third reviewer's project: probes whose blind answers disagree or were flagged."""
+    release = Path(release)
+    client.whoami()
+    public, private, records = _load(release)
+    review = _read_review(release)
+    if not review:
+        raise TruthlineError(
+            f"{release / REVIEW}: no blind answers pulled yet; the adjudication project is made "
+            "only after both blind answers are on record (`truthline physalign verify pull`)"
+        )
+    by_id = {p["probe_id"]: p for p in public}
+    obs_of = {(r["parent_id"], o["obs_id"]): o for r in records for o in r["pass4"]["observations"]}
+    tasks = {}
+    for k, (pid, row) in enumerate(sorted(review.items()), start=1):
+        if row["status"] != "needs_adjudication":
+            continue
+        pub, priv = by_id[pid], private[pid]
+        role, read, _ = _target(priv)
+        a, b = row["blind"][0], row["blind"][1]
+        obs = obs_of.get((priv["parent_id"], priv["source_links"].get("obs_id")))
+        tasks[pid] = {
+            "data": {
+                "item_id": k,
+                "question": pub["question"],
+                "problem_text": pub["problem"]["text"],
+                "localized_view": data_uri(release / "public" / pub["localized_views"][0]["path"]),
+                "blind_answer_a": _answer_text(a),
+                "blind_answer_b": _answer_text(b),
+                "private_target": f"role {role} (entity {priv['alias_map'][role]})"
+                + (f"; read {read!r}" if read is not None else "")
+                + f"; blind-check reasons: {'; '.join(row['reasons'])}",
+                "source_observation": json.dumps(
+                    {"source_links": priv["source_links"], "observation": obs}, ensure_ascii=False
+                ),
+                "candidate_choices": [{"value": c["alias"]} for c in pub["candidates"]],
+            }
+        }
+    state = load_state(_state_dir(release), client)
+    pid_ls = ensure_project(
+        client,
+        state,
+        "adjudicate",
+        "PhysAlign adjudication",
+        label_config("adjudicate"),
+        maximum_annotations=1,
+        show_instruction=True,
+        expert_instruction="Third reviewer: both blind answers, the private target and the source "
+        "observation are shown. Approve, correct the target (give the corrected role and "
+        "reading), correct the probe, or withhold it as ambiguous; always give a rationale.",
+    )
+    rep = import_tasks(
+        client, state, "adjudicate", tasks, lambda: save_state(_state_dir(release), client, state)
+    )
+    return rep | {
+        "ls_project_id": pid_ls,
+        "project_url": f"{client.url}/projects/{pid_ls}/data",
+        "tasks": len(tasks),
+    }
+
+
+def pull_adjudicate(client: LSClient, release: Path) -> dict[str, Any]:
+    """Record each adjudication and the final decision (who decided, when, why)."""
+    release = Path(release)
+    _, private, _ = _load(release)
+    review = _read_review(release)
+    state = load_state(_state_dir(release), client)
+    by_task = {tid: pid for pid, tid in (state.get("adjudicate") or {}).get("tasks", {}).items()}
+    tasks = export_tasks(client, state, "adjudicate")
+    siblings: dict[str, list[str]] = {}
+    for tid, task in tasks.items():
+        pid = by_task.get(tid)
+        anns = submitted(task)
+        if pid is None or not anns or pid not in review:
+            continue
+        ann = anns[-1]
+        got: dict[str, Any] = {}
+        for r in ann.get("result") or []:
+            v = r.get("value") or {}
+            if r.get("from_name") in ("decision", "corrected_role"):
+                got[r["from_name"]] = (v.get("choices") or [None])[0]
+            elif r.get("from_name") in ("corrected_read", "rationale"):
+                got[r["from_name"]] = "\n".join(v.get("text") or []) or None
+        outcome = got.get("decision")
+        if outcome not in OUTCOMES:
+            raise TruthlineError(
+                f"Label Studio task {tid} (probe {pid}): field decision is {outcome!r}; the "
+                f"adjudicator must choose one of {', '.join(OUTCOMES)}"
+            )
+        priv = private[pid]
+        role, read, _ = _target(priv)
+        who = annotator_of(ann)
+        adj = {
+            "adjudicator": who,
+            "outcome": outcome,
+            "corrected_role": got.get("corrected_role"),
+            "corrected_read": got.get("corrected_read"),
+            "rationale": got.get("rationale"),
+            "submitted_at": str(ann.get("created_at")),
+            "ls_annotation_id": ann.get("id"),
+        }
+        row = review[pid]
+        row["adjudication"] = adj
+        row["decision"] = OUTCOMES[outcome]
+        row["decided_by"] = who
+        row["decided_at"] = adj["submitted_at"]
+        if outcome == "approve_target":
+            row["final"] = {"role": role, "read": read}
+        elif outcome == "correct_target_regenerate":
+            new_role = got.get("corrected_role") or role
+            if new_role not in priv["alias_map"]:
+                raise TruthlineError(
+                    f"Label Studio task {tid} (probe {pid}): field corrected_role {new_role!r} is "
+                    f"not one of the probe's aliases ({', '.join(priv['alias_map'])})"
+                )
+            new_read = got.get("corrected_read") if read is not None else None
+            row["final"] = {
+                "role": new_role,
+                "read": new_read or read,
+                "entity_id": priv["alias_map"][new_role],
+            }
+        else:
+            row.pop("final", None)
+            if outcome == "correct_probe_regenerate":
+                siblings[priv["parent_id"]] = [pid]
+    # a probe-level (shared-source) correction puts the parent's other probes up for review
+    for r in review.values():
+        parent = private[r["probe_id"]]["parent_id"]
+        if parent in siblings and r["probe_id"] not in siblings[parent]:
+            r["sibling_review"] = True
+    rows = [review[k] for k in sorted(review)]
+    _write_review(release, rows)
+    return _counts(rows)
+
+
+# -- SIMULATED reviewers --------------------------------------------------------------------
+def simulate_verify(
+    admin: LSClient,
+    release: Path,
+    reviewers: list[str],
+    secrets_file: Path,
+    *,
+    wrong_every: int = 0,
+    flag_every: int = 0,
+) -> dict[str, Any]:
+    """SIMULATED blind reviewers answer from the private targets (tests and demos only).
+
+    The second reviewer picks another alias on every ``wrong_every``-th probe and raises a
+    QC flag on every ``flag_every``-th (0: never), so adjudication has work. A task the
+    reviewer already answered is left alone."""
+    from truthline.annotate import add_users, user_client
+
+    reviewers = _check_reviewers(reviewers)
+    release = Path(release)
+    _, private, _ = _load(release)
+    state = load_state(_state_dir(release), admin)
+    add_users(admin, reviewers, secrets_file)
+    posted = 0
+    for r_idx, who in enumerate(reviewers):
+        slot = f"verify:{who}"
+        if slot not in state:
+            raise TruthlineError(
+                f"no blind project of {who} on {admin.url}; run `physalign verify push`"
+            )
+        done = {
+            tid
+            for tid, t in export_tasks(admin, state, slot).items()
+            if any(annotator_of(a) == who for a in submitted(t))
+        }
+        client = user_client(admin.url, who, secrets_file)
+        for k, (pid, tid) in enumerate(sorted(state[slot]["tasks"].items()), start=1):
+            if int(tid) in done:
+                continue
+            role, read, _ = _target(private[pid])
+            if r_idx == 1 and wrong_every and k % wrong_every == 0:
+                role = next(a for a in sorted(private[pid]["alias_map"]) if a != role)
+            result: list[dict[str, Any]] = [
+                {
+                    "from_name": "role",
+                    "to_name": "view",
+                    "type": "choices",
+                    "value": {"choices": [role]},
+                }
+            ]
+            if read is not None:
+                result.append(
+                    {
+                        "from_name": "read",
+                        "to_name": "view",
+                        "type": "textarea",
+                        "value": {"text": [read]},
+                    }
+                )
+            if r_idx == 1 and flag_every and k % flag_every == 0:
+                result.append(
+                    {
+                        "from_name": "qc",
+                        "to_name": "view",
+                        "type": "choices",
+                        "value": {"choices": ["question_unclear"]},
+                    }
+                )
+            client.post(
+                f"/api/tasks/{tid}/annotations/",
+                {"result": result, "lead_time": 20.0, "was_cancelled": False},
+            )
+            posted += 1
+    return {"posted": posted, "simulated": True, "reviewers": reviewers}
+
+
+def simulate_adjudicate(
+    admin: LSClient, release: Path, adjudicator: str, secrets_file: Path, *, withhold_every: int = 0
+) -> dict[str, Any]:
+    """A SIMULATED third reviewer: approves the (known-correct) target, withholding every
+    ``withhold_every``-th probe as ambiguous (0: never)."""
+    from truthline.annotate import add_users, user_client
+
+    release = Path(release)
+    state = load_state(_state_dir(release), admin)
+    if "adjudicate" not in state:
+        raise TruthlineError(
+            f"no adjudication project on {admin.url}; run `physalign adjudicate push`"
+        )
+    add_users(admin, [adjudicator], secrets_file)
+    done = {tid for tid, t in export_tasks(admin, state, "adjudicate").items() if submitted(t)}
+    client = user_client(admin.url, adjudicator, secrets_file)
+    posted = 0
+    for k, (_pid, tid) in enumerate(sorted(state["adjudicate"]["tasks"].items()), start=1):
+        if int(tid) in done:
+            continue
+        outcome = (
+            "withhold_ambiguous" if withhold_every and k % withhold_every == 0 else "approve_target"
+        )
+        result = [
+            {
+                "from_name": "decision",
+                "to_name": "view",
+                "type": "choices",
+                "value": {"choices": [outcome]},
+            },
+            {
+                "from_name": "rationale",
+                "to_name": "view",
+                "type": "textarea",
+                "value": {"text": [f"SIMULATED adjudicator: {outcome}"]},
+            },
+        ]
+        client.post(
+            f"/api/tasks/{tid}/annotations/",
+            {"result": result, "lead_time": 40.0, "was_cancelled": False},
+        )
+        posted += 1
+    return {"posted": posted, "simulated": True, "adjudicator": adjudicator}
+
+
+def status(release: Path) -> dict[str, Any]:
+    """Where a release stands: probes, sets, blind verification and adjudication."""
+    release = Path(release)
+    public, private, _ = _load(release)
+    types: dict[str, int] = {}
+    for p in public:
+        types[p["probe_type"]] = types.get(p["probe_type"], 0) + 1
+    sets = {
+        k: sum(1 for p in private.values() if p["eligibility"][k])
+        for k in ("G", "L", "P", "H", "H_hard")
+    }
+    review = _read_review(release)
+    out: dict[str, Any] = {
+        "release": str(release),
+        "probes": len(public),
+        "parents": len({p["parent_id"] for p in private.values()}),
+        "types": dict(sorted(types.items())),
+        "sets": sets,
+    }
+    if review:
+        out["verification"] = _counts(list(review.values()))["by_status"]
+        out["decided_by"] = {}
+        for r in review.values():
+            if r.get("decision"):
+                who = (
+                    r["decided_by"] if isinstance(r["decided_by"], str) else "both blind reviewers"
+                )
+                out["decided_by"][who] = out["decided_by"].get(who, 0) + 1
+    else:
+        out["verification"] = "not pulled"
+    return out
