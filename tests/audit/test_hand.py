@@ -283,6 +283,36 @@ def test_provenance_gradient_by_hand(hand):
     assert any("self-reference" in w for w in r2["warnings"])
 
 
+def test_one_gold_loader_latest_snapshot_and_prefix(hand):
+    """One home for reading gold: the audit's and the benchmark's load_gold are one
+    function; the newest snapshot is the default; a unique hash prefix finds a snapshot
+    (the audit's own loader used to match whole hashes only and return nothing)."""
+    from truthline import audit, benchmark
+    from truthline.audit import self_reference
+    from truthline.errors import TruthlineError
+
+    assert benchmark.load_gold is audit.load_gold
+    store, project, _ids = hand
+    with pytest.raises(TruthlineError, match="has no gold yet"):
+        audit.load_gold(store, project.name)
+    first = finalize(store, project)
+    exclude_annotator(store, project, "C", "test: rubber stamping", decided_by="tester")
+    second = finalize(store, project)
+    assert first.hash != second.hash
+    assert audit.load_gold(store, project.name).snapshot == second.hash
+    assert self_reference(store, project.name, "hand-v1")["snapshot"] == second.hash
+    old = audit.load_gold(store, project.name, first.hash[:10])
+    assert old.snapshot == first.hash and len(old) == len(first.values)
+    prov: dict[str, int] = {}
+    for rec in old:
+        prov[rec["provenance"]] = prov.get(rec["provenance"], 0) + 1
+    assert prov == first.counts()["by_provenance"] == old.counts()
+    blind = audit.load_gold(store, project.name, first.hash, slice_="blind")
+    assert {r["provenance"] for r in blind} <= {"blind_consensus", "expert"}
+    with pytest.raises(TruthlineError, match=r"'zzzz' of project .*: not found"):
+        audit.load_gold(store, project.name, "zzzz")
+
+
 def test_finalize_provenance_and_exclusion(hand):
     store, project, ids = hand
     res = finalize(store, project)

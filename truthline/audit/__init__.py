@@ -13,7 +13,18 @@ from truthline.audit._audit import (
     run_audit,
 )
 from truthline.audit._data import AuditData, flatten, load
-from truthline.audit._gold import PROVENANCES, SLICES, GoldPolicy, GoldResult, in_slice, load_gold
+from truthline.audit._gold import (
+    PROVENANCES,
+    SLICES,
+    Gold,
+    GoldItem,
+    GoldPolicy,
+    GoldResult,
+    in_slice,
+    latest_snapshot,
+    load_gold,
+    resolve_snapshot,
+)
 from truthline.audit._import import ImportReport, ImportTableError, import_table
 from truthline.audit._ops import (
     Plan,
@@ -33,6 +44,8 @@ __all__ = [
     "SLICES",
     "AuditData",
     "AuditResult",
+    "Gold",
+    "GoldItem",
     "GoldPolicy",
     "GoldResult",
     "ImportReport",
@@ -46,11 +59,13 @@ __all__ = [
     "flatten",
     "import_table",
     "in_slice",
+    "latest_snapshot",
     "load",
     "load_gold",
     "plan_sample_size",
     "prediction_versions",
     "queue_rows",
+    "resolve_snapshot",
     "review_queue",
     "run_audit",
     "self_reference",

@@ -10,6 +10,7 @@ exclusion's reason. Disagreements go to an adjudication queue — never to a coi
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -313,18 +314,155 @@ def write(store: Store, data: AuditData, res: GoldResult) -> bool:
     return not exists
 
 
-def load_gold(store: Store, project: str, snapshot: str | None = None) -> list[dict[str, Any]]:
-    """Gold rows of a snapshot (default: the newest) as dicts."""
+# -- reading gold back: the one latest-snapshot rule and the one loader -------------------
+
+
+@dataclass
+class GoldItem:
+    """One item's gold decisions (path -> value, path -> provenance) and what a model may
+    be shown of the item (media, metadata)."""
+
+    item_id: int
+    key: str
+    parent: str | None
+    meta: dict[str, Any]
+    arm: str | None
+    media: list[str]
+    media_root: str
+    sim_truth: Any
+    values: dict[str, Any] = field(default_factory=dict)
+    """Decision path -> gold value (``workers[P1].action``, ``worker_count``, ``workers``)."""
+    provenance: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Gold:
+    """The gold of one snapshot (one slice of it). Iterating yields one flat record per
+    decision (``item_id, key, arm, field_path, value, provenance``): a DataFrame's rows."""
+
+    project: str
+    snapshot: str
+    items: list[GoldItem]
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for it in self.items:
+            for p in it.provenance.values():
+                out[p] = out.get(p, 0) + 1
+        return out
+
+    def records(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "snapshot": self.snapshot,
+                "item_id": it.item_id,
+                "key": it.key,
+                "arm": it.arm,
+                "field_path": path,
+                "value": value,
+                "provenance": it.provenance[path],
+            }
+            for it in self.items
+            for path, value in it.values.items()
+        ]
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self.records())
+
+    def __len__(self) -> int:
+        return sum(len(it.values) for it in self.items)
+
+
+NO_GOLD_HINT = "finalize it with `truthline audit finalize` (or import gold)"
+
+
+def resolve_snapshot(conn: Any, project: str, snapshot: str | None) -> str | None:
+    """The full hash of a gold snapshot of ``project``: ``snapshot`` is a hash or a unique
+    prefix of one; ``None`` means the newest (``None`` back when the project has no gold).
+    The one definition of "latest gold" for audit, benchmark and export."""
+    t = tables.gold_snapshots
+    if snapshot is None:
+        row = conn.execute(
+            select(t.c.hash).where(t.c.project == project).order_by(t.c.created_at.desc(), t.c.hash)
+        ).first()
+        return str(row[0]) if row else None
+    found = conn.execute(
+        select(t.c.hash).where(t.c.project == project, t.c.hash.like(f"{snapshot}%"))
+    ).all()
+    if len(found) != 1:
+        raise TruthlineError(
+            f"gold snapshot {snapshot!r} of project {project!r}: "
+            + (
+                "not found (list them with `truthline audit finalize --json`)"
+                if not found
+                else "ambiguous prefix, give more characters"
+            )
+        )
+    return str(found[0][0])
+
+
+def latest_snapshot(store: Store, project: str) -> str:
+    """The newest gold snapshot's hash; a clear error when the project has none."""
+    with store.begin() as conn:
+        snap = resolve_snapshot(conn, project, None)
+    if snap is None:
+        raise TruthlineError(
+            f"project {project!r} has no gold yet; {NO_GOLD_HINT} before running a benchmark"
+        )
+    return snap
+
+
+def load_gold(store: Store, project: str, snapshot: str | None = None, slice_: str = "all") -> Gold:
+    """Gold decisions of one snapshot (a hash or unique prefix; default: the latest),
+    restricted to a provenance slice; items left without any decision are dropped."""
     t = tables
     with store.begin() as conn:
-        if snapshot is None:
-            row = conn.execute(
-                select(t.gold_snapshots.c.hash)
-                .where(t.gold_snapshots.c.project == project)
-                .order_by(t.gold_snapshots.c.created_at.desc())
-            ).first()
-            if row is None:
-                return []
-            snapshot = row[0]
-        rows = conn.execute(select(t.gold).where(t.gold.c.snapshot == snapshot))
-        return [dict(r._mapping) for r in rows]
+        snap = resolve_snapshot(conn, project, snapshot)
+        if snap is None:
+            raise TruthlineError(
+                f"project {project!r} has no gold yet; {NO_GOLD_HINT} before running a benchmark"
+            )
+        arms = dict(
+            conn.execute(
+                select(t.arm_assignments.c.item_id, t.arm_assignments.c.arm).where(
+                    t.arm_assignments.c.project == project
+                )
+            ).all()
+        )
+        rows = conn.execute(
+            select(
+                t.gold.c.item_id,
+                t.gold.c.field_path,
+                t.gold.c.value,
+                t.gold.c.provenance,
+                t.items.c.key,
+                t.items.c.parent,
+                t.items.c.meta,
+                t.items.c.media,
+                t.items.c.media_root,
+                t.items.c.sim_truth,
+            )
+            .join(t.items, t.items.c.id == t.gold.c.item_id)
+            .where(t.gold.c.snapshot == snap)
+            .order_by(t.gold.c.item_id, t.gold.c.field_path)
+        ).all()
+    items: dict[int, GoldItem] = {}
+    for r in rows:
+        arm = arms.get(r.item_id)
+        if not in_slice(slice_, r.provenance, arm):
+            continue
+        it = items.get(r.item_id)
+        if it is None:
+            it = items[r.item_id] = GoldItem(
+                r.item_id,
+                r.key,
+                r.parent,
+                dict(r.meta or {}),
+                arm,
+                list(r.media or []),
+                r.media_root,
+                r.sim_truth,
+            )
+        it.values[r.field_path] = r.value
+        it.provenance[r.field_path] = r.provenance
+    return Gold(project, snap, list(items.values()))

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from truthline.audit._data import load
-from truthline.audit._gold import GoldPolicy, GoldResult, decide, write
+from truthline.audit._gold import GoldPolicy, GoldResult, decide, resolve_snapshot, write
 from truthline.errors import TruthlineError
 from truthline.project import Project
 from truthline.store import Store, now, tables
@@ -124,30 +124,7 @@ def self_reference(
     snapshot's values that are its own retained prefills (``anchored_kept``)."""
     t = tables
     with store.begin() as conn:
-        if snapshot is None:
-            row = conn.execute(
-                select(t.gold_snapshots.c.hash)
-                .where(t.gold_snapshots.c.project == project)
-                .order_by(t.gold_snapshots.c.created_at.desc())
-            ).first()
-            snapshot = row[0] if row else None
-        else:
-            found = conn.execute(
-                select(t.gold_snapshots.c.hash).where(
-                    t.gold_snapshots.c.project == project,
-                    t.gold_snapshots.c.hash.like(f"{snapshot}%"),
-                )
-            ).all()
-            if len(found) != 1:
-                raise TruthlineError(
-                    f"gold snapshot {snapshot!r} of project {project!r}: "
-                    + (
-                        "not found (list them with `truthline audit finalize --json`)"
-                        if not found
-                        else "ambiguous prefix, give more characters"
-                    )
-                )
-            snapshot = str(found[0][0])
+        snapshot = resolve_snapshot(conn, project, snapshot)
         if snapshot is None:
             return {"snapshot": None, "model_version": model_version, "warning": None}
         rows = conn.execute(
