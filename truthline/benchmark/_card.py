@@ -79,6 +79,10 @@ def dataset_card(sheet: dict[str, Any], info: dict[str, Any], split_rule: dict[s
         "provenance": "per gold decision: its path, provenance and pseudonymous sources",
         "simulated": "true for a generated (SIMULATED) item",
     }
+    hidden = split_rule.get("test_answers") == "withheld"
+    if hidden:
+        for k in ("gold", "provenance"):
+            what[k] += " (null in `test`: withheld)"
     for k, v in info["features"].items():
         lines.append(f"| `{k}` | {_type_text(v)} | {what.get(k, '')} |")
     lines += [
@@ -92,12 +96,23 @@ def dataset_card(sheet: dict[str, Any], info: dict[str, Any], split_rule: dict[s
         f"{split_rule['clusters']} clusters). Re-exporting the same gold with the same seed "
         "gives the same split.",
         "",
+    ]
+    if hidden:
+        lines += [
+            "**Test answers are withheld.** The `test` split carries every input (media, "
+            "prompts, candidates, metadata) but its `gold` and `provenance` are null: the "
+            "release owner keeps them apart and scores submitted test predictions, so the "
+            "test set stays blind. Use `train` to develop and validate.",
+            "",
+        ]
+    example = "train" if hidden else "test"
+    lines += [
         "## How to evaluate",
         "",
         "```python",
         "from datasets import load_dataset",
         'ds = load_dataset("path/to/this/folder")',
-        'ex = ds["test"][0]  # ex["image"] is a PIL image, ex["gold"] the answers',
+        f'ex = ds["{example}"][0]  # ex["image"] is a PIL image, ex["gold"] the answers',
         "```",
         "",
         "With truthline, on the whole release (this folder's parent, with its `private/` "

@@ -503,6 +503,14 @@ def export_cmd(
     gold: Annotated[str, typer.Option("--gold", help="Gold slice to release.")] = "all",
     snapshot: Annotated[str | None, typer.Option("--snapshot")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace a non-empty folder.")] = False,
+    hide_test_answers: Annotated[
+        bool,
+        typer.Option(
+            "--hide-test-answers",
+            help="Publish the test split without its answers (gold, provenance); they go "
+            "to private/ only.",
+        ),
+    ] = False,
     project: ProjectOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -512,15 +520,29 @@ def export_cmd(
     ws, proj = ws_project(ctx, project)
     if not out.is_file():  # export_release names a file in the way; a missing folder is made
         out = output_dir(out)
-    rel = export_release(ws.store, proj, out, fmt=fmt, snapshot=snapshot, slice_=gold, force=force)
-    emit(
-        rel,
-        as_json,
-        lambda: console.print(
-            f"[green]exported[/] {proj.name} gold {rel['gold_snapshot'][:12]} to {out} "
-            f"({fmt}); fill the licence in {out / 'DATASHEET.md'}"
-        ),
+    rel = export_release(
+        ws.store,
+        proj,
+        out,
+        fmt=fmt,
+        snapshot=snapshot,
+        slice_=gold,
+        force=force,
+        hide_test_answers=hide_test_answers,
     )
+
+    def render() -> None:
+        console.print(
+            f"[green]exported[/] {proj.name} gold {rel['gold_snapshot'][:12]} to {out} ({fmt})"
+            + ("; test answers withheld (private/ only)" if hide_test_answers else "")
+        )
+        if rel["licence"]["source"] is None:
+            console.print(
+                '[yellow]no licence: set license = "SPDX-ID" in the project definition '
+                "(or add a LICENSE file) and export again[/]"
+            )
+
+    emit(rel, as_json, render)
 
 
 @app.command("verify")

@@ -18,6 +18,7 @@ Layout (``<out>`` is the release; upload ``<out>/public`` and nothing else)::
       annotators.json       pseudonym -> annotator id
       pseudonym.key         the release's HMAC secret behind the pseudonyms (0600)
       simulated_truth.jsonl known truth of SIMULATED items (simulations only)
+      test_answers.*        the test split's gold and provenance (``--hide-test-answers``)
 
 Annotators appear in public files (card, ``provenance`` column) and the datasheet only as
 pseudonyms. ``load_release`` reads a release back into a store (project, items, gold snapshot),
@@ -127,6 +128,8 @@ class _Records:
     provenance: list[dict[str, Any]] = field(default_factory=list)
     entities: list[dict[str, Any]] = field(default_factory=list)
     truth: list[dict[str, Any]] = field(default_factory=list)
+    test_answers: list[dict[str, Any]] = field(default_factory=list)
+    """The public answer columns of test items, when they are withheld from ``public/``."""
 
 
 def export_release(
@@ -140,12 +143,15 @@ def export_release(
     force: bool = False,
     seed: int | None = None,
     test_fraction: float = 0.2,
+    hide_test_answers: bool = False,
 ) -> dict[str, Any]:
     """Write a release folder; returns its ``release.json`` content.
 
     ``fmt`` is the format of the private tables (``jsonl``; ``parquet``/``hf``: Parquet);
     the public half is always the typed Parquet hub layout. ``seed`` (default: the
-    project's benchmark seed) and ``test_fraction`` fix the cluster-aware train/test split."""
+    project's benchmark seed) and ``test_fraction`` fix the cluster-aware train/test split.
+    ``hide_test_answers``: the public test split keeps its inputs but not its answers
+    (``gold`` and ``provenance`` are null there); they go to ``private/test_answers.*``."""
     if fmt not in FORMATS:
         raise TruthlineError(f"unknown export format {fmt!r} (use {', '.join(FORMATS)})")
     out = _empty_folder(Path(out), force)
@@ -169,6 +175,8 @@ def export_release(
     for it in gold.items:
         where = (split_of[it.key], clusters[it.key])
         _collect_item(rec, project, it, where, public, media_col, sources, names)
+    if hide_test_answers:
+        _withhold_test_answers(rec)
     info = write_splits(public, rec.rows, media_col)
     files = _write_private(priv, rec, "jsonl" if fmt == "jsonl" else "parquet")
     split_rule = {
@@ -177,8 +185,9 @@ def export_release(
         "test_fraction": test_fraction,
         "clusters": len(set(clusters.values())),
         "items": info["splits"],
+        "test_answers": "withheld" if hide_test_answers else "public",
     }
-    _write_sheets(out, store, project, gold, targets, names, info, split_rule)
+    sheet = _write_sheets(out, store, project, gold, targets, names, info, split_rule)
     (priv / "annotators.json").write_text(
         json.dumps(dict(sorted(names.people.items())), indent=2), encoding="utf-8"
     )
@@ -195,6 +204,7 @@ def export_release(
         "splits": split_rule,
         "tables": {p.stem: str(p.relative_to(out)) for p in files},
         "simulated": bool(rec.truth),
+        "licence": {"id": sheet["licence_id"], "source": sheet["licence_source"]},
     }
     (out / "release.json").write_text(json.dumps(release, indent=2), encoding="utf-8")
     _write_sums(out, out)
@@ -274,6 +284,23 @@ def _collect_item(
         rec.truth.append({"item": it.key, "truth": it.sim_truth})
 
 
+ANSWER_COLUMNS = ("gold", "provenance")
+"""Public columns that give an item's answers away (withheld for a hidden test split)."""
+
+
+def _withhold_test_answers(rec: _Records) -> None:
+    """Move the answer columns of every test row to ``rec.test_answers`` (the public row
+    keeps them as nulls, so both splits share one schema and load as one dataset)."""
+    for row in rec.rows:
+        if row.split != "test":
+            continue
+        rec.test_answers.append(
+            {"item": row.key, **{c: row.columns.get(c) for c in ANSWER_COLUMNS}}
+        )
+        for c in ANSWER_COLUMNS:
+            row.columns[c] = None
+
+
 def _publish_media(it: GoldItem, public: Path, media_col: str) -> list[tuple[str, Path]]:
     """(public name, source file) of the item's media; video files are copied into
     ``public/media/`` (images travel inside the Parquet)."""
@@ -299,6 +326,8 @@ def _write_private(priv: Path, rec: _Records, tab_fmt: str) -> list[Path]:
     ]
     if rec.truth:
         files.append(_write_table(rec.truth, priv / "simulated_truth", "jsonl"))
+    if rec.test_answers:
+        files.append(_write_table(rec.test_answers, priv / "test_answers", tab_fmt))
     return files
 
 
@@ -311,9 +340,9 @@ def _write_sheets(
     names: _Pseudonyms,
     info: dict[str, Any],
     split_rule: dict[str, Any],
-) -> None:
+) -> dict[str, Any]:
     """The dataset card (``public/README.md``, then public checksums) and the datasheet,
-    with every annotator as a pseudonym."""
+    with every annotator as a pseudonym; returns the datasheet."""
     sheet = datasheet(store, project, gold, targets)
     sheet["exclusions"] = [
         {"annotator": names.public(e["annotator"]), "reason": e["reason"]}
@@ -326,6 +355,7 @@ def _write_sheets(
     _write_sums(public, public)
     (out / "DATASHEET.md").write_text(_datasheet_md(sheet), encoding="utf-8")
     (out / "datasheet.json").write_text(json.dumps(sheet, indent=2, default=str), encoding="utf-8")
+    return sheet
 
 
 def _gold_sources(store: Store, snapshot: str) -> dict[tuple[int, str], list[str]]:
@@ -418,23 +448,53 @@ def datasheet(store: Store, project: Project, gold: Any, targets: list[str]) -> 
     }
 
 
-def _licence(project: Project) -> dict[str, str]:
-    """The release's licence: a LICENSE/LICENCE file in the project folder (shipped in
-    ``public/project/``), else a marked gap to fill before publishing."""
-    for name in ("LICENSE", "LICENCE", "LICENSE.md", "LICENCE.md", "LICENSE.txt"):
-        f = project.root / name if project.root else None
-        if f is not None and f.is_file():
-            first = next(
-                (ln.strip() for ln in f.read_text(errors="replace").splitlines() if ln.strip()), ""
+LICENCE_FILES = ("LICENSE", "LICENCE", "LICENSE.md", "LICENCE.md", "LICENSE.txt")
+
+
+def _licence(project: Project) -> dict[str, str | None]:
+    """The release's licence: a LICENSE file in the project folder (shipped in
+    ``public/project/``) wins; else ``license`` in the project definition; else a marked gap
+    to fill before publishing. ``licence_id`` is what the card's YAML declares (the hub's
+    lower-case form of the SPDX id), ``licence_source`` where the licence came from."""
+    declared = project.license
+    f = next(
+        (project.root / n for n in LICENCE_FILES if project.root and (project.root / n).is_file()),
+        None,
+    )
+    if f is not None:
+        first = next(
+            (ln.strip() for ln in f.read_text(errors="replace").splitlines() if ln.strip()), ""
+        )
+        text = f"{first} (full text: `project/{f.name}`)."
+        if declared and declared != "other":
+            text += (
+                f' The LICENSE file wins over `license = "{declared}"` in the project '
+                "definition; make them agree before publishing."
             )
-            return {
-                "licence_id": "other",
-                "licence": f"{first} (full text: `project/{name}`)",
-            }
+        return {
+            "licence_id": "other",
+            "licence": f"From the project's LICENSE file: {text}",
+            "licence_source": f"project/{f.name}",
+        }
+    if declared == "other":
+        return {
+            "licence_id": "other",
+            "licence": 'other (declared as `license = "other"` in the project definition; '
+            "TO FILL: add a LICENSE file with the terms to the project folder and export again)",
+            "licence_source": "project definition",
+        }
+    if declared:
+        return {
+            "licence_id": declared.lower(),
+            "licence": f"{declared} (declared as `license` in the project definition; "
+            f"https://spdx.org/licenses/{declared}.html).",
+            "licence_source": "project definition",
+        }
     return {
         "licence_id": "unknown",
-        "licence": "TO FILL: licence of the media and labels (add a LICENSE file to the "
-        "project folder and export again)",
+        "licence": 'TO FILL: licence of the media and labels (set `license = "SPDX-ID"` in '
+        "the project definition or add a LICENSE file to the project folder, and export again)",
+        "licence_source": None,
     }
 
 

@@ -6,12 +6,15 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from truthline._names import MAX_NAME, PROJECT_NAME
 from truthline.fields import FieldSpec, FieldType
 
 _INDEX = re.compile(r"\[[^\]]*\]")  # entity indices in a decision path: workers[P1]
+SPDX_ID = re.compile(r"^(?:LicenseRef-[A-Za-z0-9.-]+|[A-Za-z0-9](?:[A-Za-z0-9.+-]*[A-Za-z0-9+])?)$")
+"""What an SPDX licence identifier looks like (``CC-BY-4.0``, ``MIT``, ``Apache-2.0``,
+``LicenseRef-acme``); the list itself (spdx.org/licenses) is not shipped."""
 
 
 class _Strict(BaseModel):
@@ -138,6 +141,10 @@ class Project(_Strict):
     name: str = Field(pattern=PROJECT_NAME, max_length=MAX_NAME)
     title: str = ""
     description: str = ""
+    license: str | None = Field(None, validation_alias=AliasChoices("license", "licence"))
+    """Licence of the media and labels a release carries (``license = "CC-BY-4.0"``): an
+    SPDX identifier, or ``other`` with the terms in a LICENSE file beside the definition
+    (a LICENSE file always wins in the dataset card)."""
     media: Literal["image", "video", "frames"]
     frames_per_item: int | None = Field(None, gt=0)
     fields: dict[str, dict[str, Any]]
@@ -148,6 +155,17 @@ class Project(_Strict):
     image_policy: ImagePolicy = ImagePolicy()
     audit: AuditSettings = AuditSettings()
     benchmark: BenchmarkSettings = BenchmarkSettings()
+
+    @field_validator("license")
+    @classmethod
+    def _spdx(cls, v: str | None) -> str | None:
+        if v is None or v == "other" or SPDX_ID.match(v):
+            return v
+        raise ValueError(
+            f"{v!r} is not an SPDX licence identifier: use one such as CC-BY-4.0, MIT or "
+            'Apache-2.0 (https://spdx.org/licenses/), or "other" with a LICENSE file '
+            "beside the project definition"
+        )
 
     _source: Path | None = PrivateAttr(None)
     _specs: dict[str, FieldSpec] = PrivateAttr(default_factory=dict)
