@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from tests.benchmark.physalign_items import make_items
 from truthline.cli import app
 from truthline.fields import Boolean, EntityList, Number, Reading, Region, Text
 from truthline.models._stub import StubServer
@@ -122,7 +121,7 @@ def _stub_answer(body: dict[str, Any]) -> str:
     text = json.dumps(body)
     # a fixed grounding, changed when a reading is given as truth (so +GT has transitions)
     return json.dumps(
-        {"reading": "M", "candidate": "A" if "local_reading" in text else "B", "confidence": 0.5}
+        {"reading": "M", "candidate": "E1" if "local_reading" in text else "E2", "confidence": 0.5}
     )
 
 
@@ -138,27 +137,39 @@ def test_template_end_to_end(template, tmp_path, monkeypatch):
 
     ok("init", template)
     project = load_project(PROJECTS / template / "project.toml")
-    if template == "physics-diagrams":
-        meta, truth = make_items(tmp_path / "data", n_parents=4)
-        media, keys = tmp_path / "data" / "media", [t["key"] for t in truth]
-        gold = [
-            {"item": t["key"], "field": f, "annotator": a, "arm": "blind", "value": t[f]}
-            for t in truth
-            for f in ("reading", "candidate")
-            if t[f] is not None
-            for a in ("ann_a", "ann_b")
-        ]
+    media_root: list[str] = []
+    if project.benchmark.ground_field:
+        # a PhysAlign template: generated diagram problems with known answers, compiled
+        # into probes and import tables by truthline.physalign (truth named as generated)
+        gen = json.loads(
+            ok(
+                "physalign",
+                "generate",
+                "--out",
+                str(tmp_path / "gen"),
+                "--n",
+                "4",
+                "--seed",
+                "3",
+                "--json",
+            )
+        )
+        media, meta = Path(gen["import"]["media"]), Path(gen["import"]["metadata"])
+        media_root = ["--media-root", gen["import"]["media_root"]]
+        labels = Path(gen["import"]["labels"])
+        keys = [r["key"] for r in csv.DictReader(meta.open(encoding="utf-8"))]
     else:
         media, meta, keys = _media(project, tmp_path / "data", 6)
-        gold = _gold_rows(project, keys, seed=1)
-    imp = json.loads(ok("items", "import", str(media), "--metadata", str(meta), "--json"))
+        labels = _write_csv(tmp_path / "gold.csv", _gold_rows(project, keys, seed=1))
+    imp = json.loads(
+        ok("items", "import", str(media), *media_root, "--metadata", str(meta), "--json")
+    )
     assert imp["added"] == len(keys)
     stub = StubServer(answer=_stub_answer).start()
     try:
         spec = f"openai:stub-vlm@{stub.url}"
         ok("prefill", "run", "--model", spec, "--json")
-        assert gold, f"{template}: no gold rows generated"
-        ok("audit", "import-table", str(_write_csv(tmp_path / "gold.csv", gold)), "--json")
+        ok("audit", "import-table", str(labels), "--json")
         snap = json.loads(ok("audit", "finalize", "--json"))
         assert snap["hash"]
         models = ["--model", spec, "--model", "rule:majority"]
@@ -183,6 +194,12 @@ def test_template_end_to_end(template, tmp_path, monkeypatch):
         assert {m["model"] for m in board} >= {"openai:stub-vlm", "rule:majority"}
         for m in board:  # typed inputs: no rule or stub answer lost as infrastructure
             assert m["infra_missing"] == 0 and m["parsed"] == m["requests"], m
+        if project.benchmark.ground_field:  # the PhysAlign checklist, per model (§13)
+            proto = res["across"][0]["metrics"]["probe_protocol"]["models"]["openai:stub-vlm"]
+            assert proto["G"]["coverage"]["N"] == len(keys)
+            assert proto["P_m"]["N"] > 0 and "repair_rate" in proto["P_m"]
+            assert proto["H"]["nearest"]["n"] > 0
+            assert set(proto["controls"]) == {"reorder", "no-image"}
         out = tmp_path / "report.md"
         ok("benchmark", "report", "e2e", "--out", str(out), "--resamples", "50")
         assert out.read_text().strip()

@@ -25,16 +25,16 @@ def make_items(root: Path, n_parents: int = 4) -> tuple[Path, list[dict[str, Any
     rows: list[dict[str, Any]] = []
     truth: list[dict[str, Any]] = []
     for p in range(n_parents):
-        # three blocks A, B, C side by side; each carries a mass label just above it
-        blocks = {"A": [10, 50, 40, 30], "B": [80, 50, 40, 30], "C": [150, 50, 40, 30]}
-        labels = {"A": f"m_{p + 1}", "B": f"{p + 2} kg", "C": "M"}
-        text = f"Blocks A, B and C rest on a table. Block B has mass {p + 2} kg."
+        # three blocks E1, E2, E3 side by side; each carries a mass label just above it
+        blocks = {"E1": [10, 50, 40, 30], "E2": [80, 50, 40, 30], "E3": [150, 50, 40, 30]}
+        labels = {"E1": f"m_{p + 1}", "E2": f"{p + 2} kg", "E3": "M"}
+        text = f"Three blocks rest on a table. The middle block has mass {p + 2} kg."
         # parent p: probe of label over block k, the label drawn at its block's top edge;
-        # the last parent's "M" label sits between B and C, closer to B (a hard item)
+        # the last parent's "M" label sits between E2 and E3, closer to E2 (a hard item)
         for alias, (x, y, w, _h) in blocks.items():
             lx, ly = x + w / 2, y - 8
-            if p == n_parents - 1 and alias == "C":
-                lx = 128.0  # nearer B's box than C's: the nearest-region rule fails here
+            if p == n_parents - 1 and alias == "E3":
+                lx = 128.0  # nearer E2's box than E3's: the nearest-region rule fails here
             key = f"p{p}_{alias}"
             fig = plt.figure(figsize=(W / 50, H / 50), dpi=50)
             ax = fig.add_axes((0, 0, 1, 1))
@@ -74,7 +74,7 @@ def make_items(root: Path, n_parents: int = 4) -> tuple[Path, list[dict[str, Any
                     "probe_type": "T03-image",
                 }
             )
-        # a text-anchored probe: "{p+2} kg" in the problem text belongs to B (never +GT)
+        # a text-anchored probe: "{p+2} kg" in the problem text belongs to E2 (never +GT)
         start = text.index(f"{p + 2} kg")
         key = f"p{p}_text"
         fig = plt.figure(figsize=(W / 50, H / 50), dpi=50)
@@ -106,7 +106,7 @@ def make_items(root: Path, n_parents: int = 4) -> tuple[Path, list[dict[str, Any
                 "key": key,
                 "parent": f"par{p}",
                 "reading": None,  # T03-text probes are never scored for reading
-                "candidate": "B",
+                "candidate": "E2",
                 "probe_type": "T03-text",
             }
         )

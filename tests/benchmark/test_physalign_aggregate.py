@@ -69,3 +69,11 @@ def test_derived_quantities_are_ratios_of_aggregates_on_one_draw():
     )
     assert out["P(G|C)"]["point"] == pytest.approx(0.5)
     assert out["C+G-"]["point"] == pytest.approx(0.5)
+
+
+def test_a_ratio_with_a_zero_denominator_is_undefined_not_a_crash():
+    s = M.Support.of(["a", "b"], ["T03-image"] * 2)
+    out = M.support_ci(
+        s, {"C": [0, 0], "J": [0, 0]}, lambda a: {"P(G|C)": a["J"] / a["C"]}, rs=M.Resampling(50, 1)
+    )
+    assert np.isnan(out["P(G|C)"]["point"]) and out["P(G|C)"]["n_undefined"] == 50

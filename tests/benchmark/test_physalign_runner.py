@@ -22,9 +22,9 @@ from truthline.models._stub import StubServer
 from truthline.store import tables
 from truthline.workspace import Workspace
 
-SINGLE = "p0_A"  # one blind annotator only: not verified
-ROLE = "p1_C"  # its gold reading "C" is a candidate alias: role content
-LEAK = "p2_A"  # its reading occurs in a public candidate description
+SINGLE = "p0_E1"  # one blind annotator only: not verified
+ROLE = "p1_E3"  # its gold reading "E3" is a candidate alias: role content
+LEAK = "p2_E1"  # its reading occurs in a public candidate description
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +44,7 @@ def physics(tmp_path_factory):
     for row in rows:
         if row["key"] == LEAK:
             cands = json.loads(row["candidates"])
-            cands["A"]["description"] = "the block marked m_3"
+            cands["E1"]["description"] = "the block marked m_3"
             row["candidates"] = json.dumps(cands)
     with meta.open("w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
@@ -52,7 +52,7 @@ def physics(tmp_path_factory):
         w.writerows(rows)
     for t in truth:
         if t["key"] == ROLE:
-            t["reading"] = "C"
+            t["reading"] = "E3"
     ok("items", "import", str(tmp / "data" / "media"), "--metadata", str(meta))
     gold = [
         {"item": t["key"], "field": f, "annotator": a, "arm": "blind", "value": t[f]}
@@ -75,7 +75,7 @@ def physics(tmp_path_factory):
 def _stub() -> StubServer:
     def answer(body: dict[str, Any]) -> str:
         text = json.dumps(body)
-        cand = "A" if "local_reading" in text else "B"
+        cand = "E1" if "local_reading" in text else "E2"
         return json.dumps({"reading": "M", "candidate": cand, "confidence": 0.5})
 
     return StubServer(answer=answer).start()
@@ -136,12 +136,12 @@ def test_gt_runs_on_the_shipped_template_with_admissibility_and_transitions(phys
     assert all({d["field"] for d in r.scores["decisions"]} == {"candidate"} for r in gt_rows)
     pm = across_metrics(ws.store, project, "gt1", names=["probe_protocol"])
     pm = pm["metrics"]["probe_protocol"]["models"]["openai:vlm"]["P_m"]
-    # stub: B at Base, A under +GT -> repairs = gold A, harms = gold B on P_m
+    # stub: E2 at Base, E1 under +GT -> repairs = gold E1, harms = gold E2 on P_m
     pkeys = {keys[r.item_id] for r in gt_rows}
     gold = [truth[k]["candidate"] for k in pkeys]
     assert pm["N"] == len(pkeys) == 9
-    assert pm["counts"]["repairs"] == gold.count("A")
-    assert pm["counts"]["harms"] == gold.count("B")
+    assert pm["counts"]["repairs"] == gold.count("E1")
+    assert pm["counts"]["harms"] == gold.count("E2")
     assert pm["net"]["point"] == pytest.approx(pm["repair"]["point"] - pm["harm"]["point"])
     assert pm["repair_rate"]["point"] == pytest.approx(
         pm["repair"]["point"] / (1 - pm["base"]["point"])
@@ -165,7 +165,7 @@ def test_gt_without_anything_given_says_what_to_declare(physics):
 
 def _requests(project, ws, **kw):
     gold = load_gold(ws.store, project.name)
-    items = [it for it in gold.items if it.key == "p1_A"]
+    items = [it for it in gold.items if it.key == "p1_E1"]
     return build_requests(
         project,
         items,
@@ -181,19 +181,19 @@ def test_prompt_shows_the_public_probe_and_reorder_changes_the_display_order(phy
     ws, project, _ = physics
     base = _requests(project, ws, control="")
     for part in (
-        "Blocks A, B and C rest on a table",
+        "Three blocks rest on a table",
         "Evidence anchor R1",
         "What is the content at R1",
         "[10, 50, 40, 30]",
     ):
         assert part in base.user
-    order = re.findall(r"^- ([A-E]): region", base.user, re.M)
-    assert order == ["A", "B", "C"]
+    order = re.findall(r"^- (E\d): region", base.user, re.M)
+    assert order == ["E1", "E2", "E3"]
     rev = _requests(project, ws, control="reorder")
     assert rev.user != base.user
-    assert re.findall(r"^- ([A-E]): region", rev.user, re.M) == ["C", "B", "A"]
+    assert re.findall(r"^- (E\d): region", rev.user, re.M) == ["E3", "E2", "E1"]
     # aliases stay bound to their regions: the same alias, the same box
-    assert "- A: region bbox [x, y, w, h] = [10, 50, 40, 30]" in rev.user
+    assert "- E1: region bbox [x, y, w, h] = [10, 50, 40, 30]" in rev.user
     none = _requests(project, ws, control="no-image")
     assert none.images == [] and base.images
     assert "No image is attached" in none.user and "(no image is attached)" in none.user
@@ -221,7 +221,7 @@ def test_nearest_region_gets_typed_inputs_and_scores_the_same_under_reorder(phys
     # image probes: nearest block, except the label drawn nearer B than its own block C
     for k, d in base.items():
         if truth[k]["probe_type"] == "T03-image":
-            assert d["pred"] == ("B" if k == "p3_C" else truth[k]["candidate"]), k
+            assert d["pred"] == ("E2" if k == "p3_E3" else truth[k]["candidate"]), k
     assert {k: d["correct"] for k, d in got["reorder"].items()} == {
         k: d["correct"] for k, d in base.items()
     }
@@ -255,7 +255,7 @@ def test_random_rule_draws_among_the_items_own_candidates_and_manifest_freezes_p
     )
     rows = _results(ws, "rand1", "rule:random")
     preds = [d["pred"] for r in rows for d in r.scores["decisions"] if d["field"] == "candidate"]
-    assert len(preds) == 16 and set(preds) <= {"A", "B", "C"}  # K_j = 3, not the 5 choices
+    assert len(preds) == 16 and set(preds) <= {"E1", "E2", "E3"}  # K_j = 3, not the 5 choices
     proto = man["protocol"]
     assert proto["nearest_rule"] == "nearest-region/v1"
     assert proto["read_rules"] == list(project.benchmark.read_rules)

@@ -52,17 +52,17 @@ def test_read_normal_form_keeps_significant_differences(a, b):
 
 
 def _score(values):
-    gold = {"reading": "m_1", "candidate": "B"}
+    gold = {"reading": "m_1", "candidate": "E2"}
     out = score_answer(PROJECT, gold, {}, values, ["reading", "candidate"])
     return {d["field"]: d["correct"] for d in out["decisions"]}
 
 
 def test_fields_are_scored_on_their_own_and_readings_under_n():
     assert PROJECT.benchmark.read_rules == list(READ_RULES)
-    assert _score({"reading": "m_{1}", "candidate": "B"}) == {"reading": True, "candidate": True}
+    assert _score({"reading": "m_{1}", "candidate": "E2"}) == {"reading": True, "candidate": True}
     assert _score({"reading": "$m_1$", "candidate": None}) == {"reading": True, "candidate": False}
-    assert _score({"reading": None, "candidate": "B"}) == {"reading": False, "candidate": True}
-    assert _score({"reading": "m1", "candidate": "C"}) == {"reading": False, "candidate": False}
+    assert _score({"reading": None, "candidate": "E2"}) == {"reading": False, "candidate": True}
+    assert _score({"reading": "m1", "candidate": "E3"}) == {"reading": False, "candidate": False}
     assert _score(None) == {"reading": False, "candidate": False}  # a model failure
 
 

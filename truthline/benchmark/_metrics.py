@@ -1014,7 +1014,7 @@ def support_ci(
     (weights included); one ``W`` serves every column, so derived and paired statistics
     are paired. A resample with an empty type or a zero denominator is undefined: counted
     in ``n_undefined``, dropped from the percentiles (``strict``: the CI is undefined)."""
-    point = {k: s.agg(v) for k, v in columns.items()}
+    point = {k: np.float64(s.agg(v)) for k, v in columns.items()}  # x/0 -> nan, not a raise
     if derive is not None:
         with np.errstate(invalid="ignore", divide="ignore"):
             point.update(derive(point))

@@ -12,6 +12,7 @@ are not in the decisions, so they leave the support and show as coverage N/n.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -94,8 +95,31 @@ def _coverage(rows: pd.DataFrame, n: int) -> dict[str, Any]:
     }
 
 
+def _flag(meta: Mapping[str, Any], col: str) -> bool | None:
+    """A release-time eligibility column (``in_L``, ``in_P``, ``in_H``, ``in_H_hard``, as
+    ``truthline.physalign`` exports them), None when the item has none."""
+    v = meta.get(col)
+    if v is None or v == "":
+        return None
+    return str(v).strip().lower() in ("1", "true", "yes")
+
+
+def _in(rows: pd.DataFrame, col: str, default: pd.Series) -> pd.Series:
+    """Release-time membership where the items carry it, else ``default``."""
+    flags = [_flag(m, col) for m in rows["meta"]]
+    return pd.Series(
+        [d if f is None else f for f, d in zip(flags, default, strict=True)],
+        index=rows.index,
+        dtype=bool,
+    )
+
+
 def _L(rows: pd.DataFrame) -> pd.DataFrame:
-    return rows[(rows["type"].isin([T03_IMAGE, ""])) & rows["C"].notna()].reset_index(drop=True)
+    """T03-image probes with a reading decision (``in_L`` when the release decided it)."""
+    if not len(rows):
+        return rows
+    base = rows["type"].isin([T03_IMAGE, ""]) & rows["C"].notna()
+    return rows[base & _in(rows, "in_L", base)].reset_index(drop=True)
 
 
 def _four(v: RunScored, rows: pd.DataFrame) -> dict[str, Any]:
@@ -117,16 +141,20 @@ def _four(v: RunScored, rows: pd.DataFrame) -> dict[str, Any]:
 
 
 def _geometry(rows: pd.DataFrame) -> pd.DataFrame:
-    """H membership, the rule's hit h_j and K_j per item, from public geometry and gold."""
+    """H membership, the rule's hit h_j and K_j per item, from public geometry and gold;
+    where the release froze them (``in_H``, ``in_H_hard``, ``K``) those are used."""
     app, hit, K = [], [], []
     for meta, gold in zip(rows["meta"], rows["gold"], strict=True):
         try:
             nr = nearest_region(meta)
         except (ValueError, TypeError, KeyError):
             nr = None
-        app.append(bool(nr and nr.applicable))
-        hit.append(float(bool(nr and nr.alias is not None and str(nr.alias) == str(gold))))
-        K.append(len(nr.distances) if nr and nr.distances else np.nan)
+        in_h, hard = _flag(meta, "in_H"), _flag(meta, "in_H_hard")
+        app.append(bool(nr and nr.applicable) if in_h is None else in_h)
+        h = float(bool(nr and nr.alias is not None and str(nr.alias) == str(gold)))
+        hit.append(h if hard is None else float(not hard))
+        k = meta.get("K")
+        K.append(float(k) if k not in (None, "") else len(nr.distances) if nr else np.nan)
     return rows.assign(H=app, h=hit, K=K)
 
 
@@ -146,7 +174,8 @@ def _model(v: RunScored, conds: dict[tuple[str, str], str], n: int) -> dict[str,
     gt = conds.get(("gt", ""))
     if gt is not None:
         g = _items(v, gt)[["item_id", "G"]].rename(columns={"G": "Gg"})
-        P = base[base["type"].isin([T03_IMAGE, ""])].merge(g, on="item_id")
+        img = base["type"].isin([T03_IMAGE, ""])
+        P = base[img & _in(base, "in_P", img)].merge(g, on="item_id")
         if len(P):
             b, gg = P["G"].to_numpy(), P["Gg"].to_numpy()
             res = _ci(

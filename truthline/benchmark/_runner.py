@@ -217,6 +217,8 @@ def admissibility(
         return "no_gold_value"
     if not strict:
         return None
+    if str(it.meta.get("in_P", "1")).strip().lower() in ("0", "false", "no"):
+        return "not_in_P"  # the release's own admissibility (truthline.physalign) said no
     for p in given:
         prov = it.provenance.get(p)
         n_src = len((sources or {}).get(p, []))
