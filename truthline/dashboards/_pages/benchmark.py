@@ -138,7 +138,8 @@ def _conditions(ctx: Context, rows: list[dict[str, Any]]) -> None:
     )
 
 
-def _safety(rows: list[dict[str, Any]]) -> None:
+def _safety(ctx: Context, rows: list[dict[str, Any]]) -> None:
+    sf = ctx.project.benchmark.safety_field
     recs = []
     for r in rows:
         rec, fa = _metric(r, "safety_recall"), _metric(r, "false_alarm_share")
@@ -151,6 +152,8 @@ def _safety(rows: list[dict[str, Any]]) -> None:
                 **ci_row(fa.get("value"), "false_alarm_share"),
                 "regime": fa.get("regime"),
                 **{f"n_{k}": v for k, v in (rec.get("counts") or {}).items()},
+                # the true violations: their accuracy is the recall
+                "samples": row_link(r, field=sf, gold="true") if sf else None,
             }
         )
     df = pd.DataFrame(recs)
@@ -178,7 +181,13 @@ def _safety(rows: list[dict[str, Any]]) -> None:
             xaxis=dict(title="false-alarm share of safety errors", range=[-0.05, 1.05]),
             yaxis=dict(title="recall of violations", range=[-0.05, 1.05]),
         )
-    chart(fig, df, "Safety regime", caption="Right of 0.5: errs towards false alarms.")
+    chart(
+        fig,
+        df,
+        "Safety regime",
+        caption="Right of 0.5: errs towards false alarms.",
+        links={"samples": "violations"},
+    )
 
 
 def _calibration(rows: list[dict[str, Any]]) -> None:
@@ -380,7 +389,7 @@ def benchmark(ctx: Context) -> None:
     _leaderboard(rows)
     st.header("Robustness and safety")
     _conditions(ctx, rows)
-    _safety(rows)
+    _safety(ctx, rows)
     _calibration(rows)
     st.header("Per class")
     _per_class(ctx, rows)
