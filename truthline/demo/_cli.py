@@ -43,6 +43,15 @@ def demo(
     seed: Annotated[
         int, typer.Option("--seed", help="Seed for the simulation and every sample.")
     ] = 0,
+    scenes: Annotated[
+        bool,
+        typer.Option(
+            "--scenes",
+            help="Run the SynDORBench demo instead: render a small DORI grid (Workbench), "
+            "night-vision ISP, discernibility labels, benchmark tables "
+            "[default workspace: ./demo-scenes-workspace].",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Run the whole loop unattended on SIMULATED CCTV clips.
@@ -55,6 +64,9 @@ def demo(
     """
     from truthline.demo._loop import Demo, fresh_workspace
 
+    if scenes:
+        _scenes_demo(workspace_dir, fresh, model, seed, as_json)
+        return
     root = Path(
         workspace_dir or os.environ.get("TRUTHLINE_DEMO_WORKSPACE") or "demo-workspace"
     ).resolve()
@@ -79,3 +91,31 @@ def demo(
     ).run()
     if as_json:
         print_json(result.as_dict())
+
+
+def _scenes_demo(
+    workspace_dir: Path | None, fresh: bool, model: list[str] | None, seed: int, as_json: bool
+) -> None:
+    """``demo --scenes``: SynDORBench on a small rendered grid (truthline.demo._scenes)."""
+    import shutil
+
+    from truthline.demo._scenes import run_scenes_demo
+
+    root = Path(workspace_dir or "demo-scenes-workspace").resolve()
+    if fresh and root.exists():
+        shutil.rmtree(root)
+    out = err_console if as_json else console
+    out.print(f"[bold]truthline demo --scenes[/] in {root} — annotators and models are SIMULATED")
+    result = run_scenes_demo(
+        Workspace.from_env(root), seed=seed, models=model, console=None if as_json else out
+    )
+    if as_json:
+        print_json(result.as_dict())
+        return
+    from truthline.scenes._syndor import tables_markdown
+
+    out.print(tables_markdown(result.tables))
+    out.print(
+        f"{result.frames} frames rendered in {result.render_seconds:.1f} s, {result.items} items; "
+        f"reports: {result.reports['syndorbench']} and {result.reports['benchmark']}"
+    )

@@ -185,7 +185,7 @@ def process_render(
     mask = _read_mask(row, linear.shape[:2])
     rng = np.random.default_rng(_seed_of(row, seed))
     base = {k: row.get(k) for k in row if k not in ("rgb", "linear", "mask")}
-    base.update(visible_px_mask=int(mask.sum()), night_from=source)
+    base.update(visible_px_mask=int(mask.sum()), night_from=source, image_h=mask.shape[0])
     if str(row["lighting"]) not in NIGHT:
         day = (
             _isp.to_u8(_isp.srgb_encode(linear))
@@ -291,9 +291,9 @@ def label_sample(
 
 def simulated_visibility(items: pd.DataFrame) -> np.ndarray:
     """A SIMULATED observer's chance of making the person out in the image it is shown:
-    the product of a contrast term (mean L* difference person vs context), a size term
-    (bbox height / image height) and an outline term (edge IoU) of the shown variant.
-    Stands in for people in the demo and in tests; never a label of a real run."""
+    a contrast term (mean L* difference person vs context) times a size term (the person's
+    height in pixels of the image shown) times an outline term (edge IoU), all of the shown
+    variant. Stands in for people in the demo and tests; never a label of a real run."""
     nv = items["is_nv"].to_numpy() == 1
 
     def shown(name: str) -> np.ndarray:
@@ -302,8 +302,9 @@ def simulated_visibility(items: pd.DataFrame) -> np.ndarray:
     def sig(x: np.ndarray) -> np.ndarray:
         return 1.0 / (1.0 + np.exp(-x))
 
-    p = sig((shown("delta_l") - 4.0) / 1.5) * sig((shown("bbox_h_frac") - 0.12) / 0.03)
-    p = p * (0.5 + 0.5 * shown("edge_iou"))
+    h_px = shown("bbox_h_frac") * items["image_h"].to_numpy(dtype=float)
+    p = sig((shown("delta_l") - 4.0) / 1.5) * sig((h_px - 12.0) / 4.0)
+    p = p * (0.7 + 0.3 * shown("edge_iou"))
     return np.where(items["visible_px_mask"].to_numpy() > 0, p, 0.0)
 
 
@@ -534,10 +535,12 @@ def syndor_tables(
     *,
     threshold: float = THRESHOLD,
     embed: Callable[[list[str]], np.ndarray] | None = None,
+    action: bool = True,
 ) -> dict[str, Any]:
     """The paper's tables from a run's scored decisions (``load_run(...).decisions``):
     presence accuracy / macro-F1 per distance and per condition x distance, the threshold
-    line, and open action answers' embedding similarity per distance."""
+    line, and (``action``) open action answers' embedding similarity per distance with
+    ``embed`` (default: the bundled local MiniLM of the embed extra)."""
     from truthline.benchmark import _metrics as M
 
     if not len(decisions):
@@ -572,9 +575,9 @@ def syndor_tables(
             crow["avg"] = cell(cs)
             by_condition.append(crow)
             line.append({"model": model, "condition": cond, **_threshold(crow, dists, threshold)})
-    action = []
+    action_rows: list[dict[str, Any]] = []
     texts = d[(d["path"] == "action_text") & d["gold"].notna()]
-    if len(texts):
+    if action and len(texts):
         models = sorted(set(texts["model_label"]))
         for dist in dists:
             sub = texts[texts["distance_m"] == dist]
@@ -597,7 +600,7 @@ def syndor_tables(
             }
             r = M.open_answer_similarity(answers, [str(g) for g in base["gold"]], embed=embed)
             for m in models:
-                action.append(
+                action_rows.append(
                     {
                         "model": m,
                         "distance_m": dist,
@@ -612,7 +615,7 @@ def syndor_tables(
         "by_distance": by_distance,
         "by_condition": by_condition,
         "threshold": line,
-        "action": action,
+        "action": action_rows,
     }
 
 
@@ -760,10 +763,10 @@ def renders_from_store(root: str | Path, env: str = "dori") -> pd.DataFrame:
 
 # -- a SIMULATED viewer model -----------------------------------------------------------------
 SIM_PROFILES: dict[str, dict[str, float]] = {
-    # P(yes | person discernible) = floor + span * visibility; P(yes | not) = false_alarm;
+    # P(yes | person discernible) = sigmoid(k (visibility - v0)); P(yes | not) = false_alarm;
     # P(action right | says yes) = act * min(1, ppm / 150) * visibility
-    "strong": {"floor": 0.05, "span": 0.93, "false_alarm": 0.05, "act": 0.95},
-    "weak": {"floor": 0.15, "span": 0.55, "false_alarm": 0.25, "act": 0.6},
+    "strong": {"k": 12.0, "v0": 0.3, "false_alarm": 0.03, "act": 0.9},
+    "weak": {"k": 5.0, "v0": 0.55, "false_alarm": 0.2, "act": 0.55},
 }
 
 
@@ -819,7 +822,8 @@ def _register_backend() -> None:
             ppm = float(t["_view"].get("ppm") or 0.0)
             p = self.prof
             in_view = bool(t.get("present"))
-            yes = rng.random() < (p["floor"] + p["span"] * vis if in_view else p["false_alarm"])
+            p_see = 1.0 / (1.0 + math.exp(-p["k"] * (vis - p["v0"])))
+            yes = rng.random() < (p_see if in_view else p["false_alarm"])
             words = _action_words() or {"walking": "walking", "standing": "standing"}
             answer: dict[str, Any] = {"present": yes}
             if yes:
