@@ -472,3 +472,68 @@ def label_texture(
             "size_px": [w, h],
         },
     )
+
+
+# -- vehicle damage ------------------------------------------------------------------------------
+DAMAGE_TYPES = ("dent", "scratch", "crack")
+SEVERITIES = ("minor", "moderate", "severe")
+
+
+def damage_texture(
+    kind: str,
+    severity: str,
+    colour: tuple[int, int, int] = (150, 20, 25),
+    size_px: int = 512,
+    seed: int = 0,
+) -> Texture:
+    """A square patch of painted panel with a dent (shaded hollow), scratches (bright lines
+    through the paint) or a crack (a dark jagged line); severity scales its extent and depth.
+    ``gt["damage_px"]`` is the damaged area's bounding box in texture pixels."""
+    if kind not in DAMAGE_TYPES or severity not in SEVERITIES:
+        raise TextureError(f"damage {kind!r}/{severity!r}: use {DAMAGE_TYPES} x {SEVERITIES}")
+    rng = np.random.default_rng(seed)
+    s = size_px
+    k = SEVERITIES.index(severity)
+    extent = (0.25, 0.45, 0.7)[k] * s
+    img = Image.new("RGB", (s, s), colour)
+    d = ImageDraw.Draw(img)
+    c = s / 2
+    box = [c - extent / 2, c - extent / 2, c + extent / 2, c + extent / 2]
+    if kind == "dent":
+        depth = (0.25, 0.45, 0.7)[k]
+        for i in range(24, 0, -1):
+            r = extent / 2 * i / 24
+            f = 1 - depth * (1 - i / 24) ** 0.7
+            shade = tuple(int(v * f) for v in colour)
+            off = (1 - i / 24) * extent * 0.08
+            d.ellipse([c - r + off, c - r * 0.8 + off, c + r + off, c + r * 0.8 + off], fill=shade)
+        box = [c - extent / 2, c - extent * 0.4, c + extent / 2 + extent * 0.08, c + extent * 0.48]
+    elif kind == "scratch":
+        n = (3, 7, 14)[k]
+        for _ in range(n):
+            y0 = c + rng.uniform(-extent / 2, extent / 2)
+            d.line(
+                [c - extent / 2, y0, c + extent / 2, y0 + rng.uniform(-extent * 0.2, extent * 0.2)],
+                fill=(225, 225, 220),
+                width=int(1 + k * 1.5),
+            )
+    else:
+        pts = []
+        x = c - extent / 2
+        y = c
+        while x < c + extent / 2:
+            pts.append((x, y))
+            x += rng.uniform(s * 0.02, s * 0.05)
+            y += rng.uniform(-s * 0.03, s * 0.03)
+        d.line(pts, fill=(15, 10, 10), width=int(2 + k * 2))
+    return Texture(
+        img,
+        {
+            "kind": "damage",
+            "damage_type": kind,
+            "severity": severity,
+            "damage_px": [round(float(v), 2) for v in box],
+            "size_px": [s, s],
+            "seed": seed,
+        },
+    )
