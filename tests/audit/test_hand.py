@@ -423,3 +423,53 @@ def test_streamed_gold_hash_is_the_json_hash_of_the_snapshot(hand):
         }
     )
     assert res.hash == full
+
+
+def test_gradient_and_signals_are_typed_and_their_json_is_unchanged(hand):
+    """The provenance gradient and the exclusion signals cross into the CLI, dashboards,
+    reports and demo as frozen dataclasses; their JSON keeps the keys, in the order
+    ``--json`` has always printed them."""
+    import dataclasses
+    import json
+
+    from truthline.audit._results import AnnotatorSignals, OverrideLow, ProvenanceGradient
+    from truthline.stats import CI
+
+    store, project, _ = hand
+    exclude_annotator(store, project, "C", "test: rubber stamping", decided_by="tester")
+    res = run_audit(store, project, gradient_model="hand-eval")
+    g = res.gradient
+    assert isinstance(g, ProvenanceGradient) and res["gradient"] is g
+    assert g.predictions == "hand-eval" and isinstance(g.blind, CI)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        g.blind = g.anchored  # type: ignore[misc]
+
+    def ci(x):
+        return {k: (None if v != v else v) for k, v in x.as_dict().items()}
+
+    want_gradient = {
+        "predictions": g.predictions,
+        "blind": ci(g.blind),
+        "anchored": ci(g.anchored),
+        "vlm_sourced": ci(g.vlm_sourced),
+        "inflation_pp": ci(g.inflation_pp),
+    }
+    out = res.as_dict()
+    assert json.dumps(out["gradient"]) == json.dumps(want_gradient)
+    assert g["blind"] is g.blind and list(g) == list(want_gradient)  # the dict view
+    sig = res.signals["C"]
+    assert isinstance(sig, AnnotatorSignals) and sig.excluded and sig["excluded"]
+    assert list(out["signals"]["C"]) == ["signals", "fired", "flagged", "excluded"]
+    for name, s in sig.signals.items():
+        assert out["signals"]["C"]["signals"][name] == s.to_dict()
+        assert list(s.to_dict()) == [f.name for f in dataclasses.fields(s)]
+    low = sig.signals.get("override_low")
+    if low is not None:
+        assert isinstance(low, OverrideLow)
+        assert list(low.to_dict()) == [
+            "value",
+            "team_range",
+            "threshold",
+            "ratio_to_team_low",
+            "fired",
+        ]

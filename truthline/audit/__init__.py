@@ -38,10 +38,18 @@ from truthline.audit._ops import (
     self_reference,
 )
 from truthline.audit._report import to_html, to_markdown
+from truthline.audit._results import (
+    AnnotatorSignals,
+    OverrideLow,
+    ProvenanceGradient,
+    VlmKappaHigh,
+    ZeroProductive,
+)
 
 __all__ = [
     "PROVENANCES",
     "SLICES",
+    "AnnotatorSignals",
     "AuditData",
     "AuditResult",
     "Gold",
@@ -50,8 +58,12 @@ __all__ = [
     "GoldResult",
     "ImportReport",
     "ImportTableError",
+    "OverrideLow",
     "Plan",
+    "ProvenanceGradient",
     "QueueItem",
+    "VlmKappaHigh",
+    "ZeroProductive",
     "default_gradient_model",
     "exclude_annotator",
     "exclusions",

@@ -6,7 +6,6 @@ The CLI, the reports and the dashboards all call this one function and read its
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,9 +15,17 @@ from truthline.audit import _metrics as M
 from truthline.audit._boot import Boot, Est
 from truthline.audit._data import AuditData, flatten_values, load
 from truthline.audit._gold import GoldPolicy, decide
+from truthline.audit._results import (
+    AnnotatorSignals,
+    OverrideLow,
+    ProvenanceGradient,
+    Signal,
+    VlmKappaHigh,
+    ZeroProductive,
+    plain,
+)
 from truthline.errors import TruthlineError
 from truthline.project import Project
-from truthline.stats import CI
 from truthline.store import Store
 
 
@@ -30,7 +37,7 @@ class AuditResult:
     settings: dict[str, Any]
     counts: dict[str, Any]
     sections: dict[str, Any]
-    signals: dict[str, Any]
+    signals: dict[str, AnnotatorSignals]
     exclusions: dict[str, str]
     before_after: dict[str, Any] | None
     warnings: list[str] = field(default_factory=list)
@@ -42,8 +49,13 @@ class AuditResult:
     def __getitem__(self, key: str) -> Any:
         return self.sections[key]
 
+    @property
+    def gradient(self) -> ProvenanceGradient:
+        """The provenance gradient (the same object as ``self["gradient"]``)."""
+        return self.sections["gradient"]
+
     def as_dict(self) -> dict[str, Any]:
-        return _plain(
+        return plain(
             {
                 "project": self.project,
                 "settings": self.settings,
@@ -56,23 +68,6 @@ class AuditResult:
                 "warnings": self.warnings,
             }
         )
-
-
-def _plain(obj: Any) -> Any:
-    if isinstance(obj, CI):
-        return {
-            k: (None if isinstance(v, float) and math.isnan(v) else v)
-            for k, v in obj.as_dict().items()
-        }
-    if isinstance(obj, dict):
-        return {str(k): _plain(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_plain(v) for v in obj]
-    if isinstance(obj, float) and math.isnan(obj):
-        return None
-    if isinstance(obj, np.generic):
-        return obj.item()
-    return obj
 
 
 def _to_ci(obj: Any, boot: Boot) -> Any:
@@ -133,36 +128,36 @@ def _aggregates(s: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def signals(s: dict[str, Any], project: Project, excluded: set[str]) -> dict[str, Any]:
+def signals(s: dict[str, Any], project: Project, excluded: set[str]) -> dict[str, AnnotatorSignals]:
     """Exclusion signals per annotator, each with the team range it is compared against
     (the other retained annotators). Flagged when at least two signals fire. Excluded
     annotators keep their entry, marked ``excluded: True``: the evidence stays visible."""
     cfg = project.audit
     ov = {a: r["override_rate"].point for a, r in s["override"]["by_annotator"].items()}
     kap = {a: e.point for a, e in s["vlm_kappa"]["by_annotator"].items()}
-    out: dict[str, Any] = {}
+    out: dict[str, AnnotatorSignals] = {}
     for a in s["override"]["by_annotator"]:
         others = [b for b in ov if b != a and b not in excluded]
         o_vals = [ov[b] for b in others if np.isfinite(ov[b])]
         k_vals = [kap[b] for b in others if np.isfinite(kap.get(b, np.nan))]
-        sig: dict[str, Any] = {}
+        sig: dict[str, Signal] = {}
         if o_vals and np.isfinite(ov[a]):
             lo = min(o_vals)
-            sig["override_low"] = {
-                "value": ov[a],
-                "team_range": [lo, max(o_vals)],
-                "threshold": lo / cfg.override_rate_factor,
-                "ratio_to_team_low": lo / ov[a] if ov[a] > 0 else float("inf"),
-                "fired": bool(ov[a] < lo / cfg.override_rate_factor),
-            }
+            sig["override_low"] = OverrideLow(
+                value=ov[a],
+                team_range=[lo, max(o_vals)],
+                threshold=lo / cfg.override_rate_factor,
+                ratio_to_team_low=lo / ov[a] if ov[a] > 0 else float("inf"),
+                fired=bool(ov[a] < lo / cfg.override_rate_factor),
+            )
         if k_vals and np.isfinite(kap.get(a, np.nan)):
             ceil = max(k_vals)
-            sig["vlm_kappa_high"] = {
-                "value": kap[a],
-                "team_range": [min(k_vals), ceil],
-                "threshold": ceil + cfg.vlm_kappa_margin,
-                "fired": bool(kap[a] > ceil + cfg.vlm_kappa_margin),
-            }
+            sig["vlm_kappa_high"] = VlmKappaHigh(
+                value=kap[a],
+                team_range=[min(k_vals), ceil],
+                threshold=ceil + cfg.vlm_kappa_margin,
+                fired=bool(kap[a] > ceil + cfg.vlm_kappa_margin),
+            )
         dt = s["direction"]["by_annotator"].get(a)
         if dt is not None:
             errs = dt["vlm_errors"]
@@ -170,20 +165,17 @@ def signals(s: dict[str, Any], project: Project, excluded: set[str]) -> dict[str
             team_prod = [
                 s["direction"]["by_annotator"][b]["productive_override"]["count"] for b in others
             ]
-            sig["zero_productive"] = {
-                "value": prod,
-                "vlm_errors": errs,
-                "min_vlm_errors": cfg.min_vlm_errors,
-                "team_range": [min(team_prod), max(team_prod)] if team_prod else None,
-                "fired": bool(prod == 0 and errs >= cfg.min_vlm_errors),
-            }
-        fired = [k for k, v in sig.items() if v["fired"]]
-        out[a] = {
-            "signals": sig,
-            "fired": fired,
-            "flagged": len(fired) >= 2,
-            "excluded": a in excluded,
-        }
+            sig["zero_productive"] = ZeroProductive(
+                value=prod,
+                vlm_errors=errs,
+                min_vlm_errors=cfg.min_vlm_errors,
+                team_range=[min(team_prod), max(team_prod)] if team_prod else None,
+                fired=bool(prod == 0 and errs >= cfg.min_vlm_errors),
+            )
+        fired = [k for k, v in sig.items() if v.fired]
+        out[a] = AnnotatorSignals(
+            signals=sig, fired=fired, flagged=len(fired) >= 2, excluded=a in excluded
+        )
     return out
 
 
@@ -264,7 +256,7 @@ def run_audit(
     excluded = set(data.exclusions)
     raw = _sections(data, boot, excluded, grad_pred, grad_label, policy)
     sig = signals(raw, project, excluded)
-    flagged = {a for a, s in sig.items() if s["flagged"]}
+    flagged = {a for a, s in sig.items() if s.flagged}
     before_after = None
     if excluded or flagged:
         if excluded:
@@ -290,10 +282,11 @@ def run_audit(
         }
     for a in sorted(flagged - excluded):
         warnings.append(
-            f"annotator {a!r} is flagged by {', '.join(sig[a]['fired'])}; review and record "
+            f"annotator {a!r} is flagged by {', '.join(sig[a].fired)}; review and record "
             f"a decision with `truthline audit exclude {a} --reason ...`"
         )
     sections = _to_ci(raw, boot)
+    sections["gradient"] = ProvenanceGradient.from_section(sections["gradient"])
     counts = _counts(data, excluded)
     settings = {
         "resamples": B,

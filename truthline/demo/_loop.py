@@ -384,14 +384,14 @@ class Demo:
         self.step("provenance audit, exclusion, gold with provenance")
         store = self.ws.store
         res = run_audit(store, self.project, gradient_model=RERUN_ALIAS)
-        flagged = sorted(a for a, s in res.signals.items() if s.get("flagged"))
+        flagged = sorted(a for a, s in res.signals.items() if s.flagged)
         already = {
             e["annotator"] for e in exclusions(store, self.project.name) if e.get("active", True)
         }
         for a in flagged:
             if a in already:
                 continue
-            fired = ", ".join(res.signals[a]["fired"])
+            fired = ", ".join(res.signals[a].fired)
             exclude_annotator(
                 store,
                 self.project,
@@ -417,7 +417,7 @@ class Demo:
             "flagged": flagged,
             "planted_rubber_stamper": [a.email for a in TEAM if a.behaviour == "rubber_stamper"],
             "report": str(reports / "audit.md"),
-            "gradient": res.as_dict().get("gradient"),
+            "gradient": res.gradient.to_dict(),
             "gold": {k: g.get(k) for k in ("hash", "counts", "provenance") if k in g},
         }
 
