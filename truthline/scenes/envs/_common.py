@@ -11,6 +11,7 @@ imported inside the ``bpy_*`` functions only.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -166,6 +167,25 @@ def sample_effects(
         "haze": u(rng, 0.6, 0.8) if glare else u(rng, 0.0, 0.08),
         "view_transform": "AgX" if glare else "Standard",
     }
+
+
+def post_seed(params: Mapping[str, Any]) -> int:
+    """A stable noise seed from the params (same frame, same noise)."""
+    import hashlib
+    import json
+
+    blob = json.dumps(params, sort_keys=True, default=str).encode()
+    return int.from_bytes(hashlib.sha256(blob).digest()[:4], "big")
+
+
+def apply_post(gt: Mapping[str, Any], image: Any) -> np.ndarray:
+    """:func:`post_process` on an 8-bit sRGB render, with the effects stored in the GT."""
+    from truthline.scenes import _isp
+
+    a = np.asarray(image)
+    x = a.astype(np.float32) / 255.0 if a.dtype == np.uint8 else a.astype(np.float32)
+    pe = dict(gt.get("post_effects") or {})
+    return post_process(_isp.srgb_decode(x[..., :3]), pe, int(pe.get("seed", 0)))
 
 
 def post_process(img_linear: np.ndarray, effects: Mapping[str, Any], seed: int = 0) -> np.ndarray:
@@ -473,11 +493,26 @@ def bpy_projection_check(
 
 
 def texture_dir(ctx: Any) -> str:
-    """Where the worker writes this frame's textures (the ctx's scratch folder if it has one)."""
+    """Where the worker writes textures: content-addressed, so one shared folder is reused."""
     import tempfile
 
-    d = getattr(ctx, "tmp_dir", None) or getattr(ctx, "work_dir", None)
-    return str(d) if d else tempfile.mkdtemp(prefix="truthline-tex-")
+    d = getattr(ctx, "tmp_dir", None) or os.path.join(tempfile.gettempdir(), "truthline-textures")
+    os.makedirs(d, exist_ok=True)
+    return str(d)
+
+
+def bpy_setup(ctx: Any, mask_objects: Sequence[str]) -> None:
+    """Worker-side frame setup: the visible mask shows the target; Workbench previews show
+    image textures (pitfall 4); a uniform world plus a sun (pitfall 5)."""
+    if hasattr(ctx, "mask_objects"):
+        ctx.mask_objects = list(mask_objects)
+    if hasattr(ctx, "workbench_color_type"):
+        ctx.workbench_color_type = "TEXTURE"
+    if hasattr(ctx, "world") and hasattr(ctx, "sun"):
+        ctx.world((0.55, 0.62, 0.75), 0.35)
+        ctx.sun(3.0, azimuth_deg=35.0, elevation_deg=55.0)
+    else:
+        bpy_lights()
 
 
 # -- the shared environment skeleton -------------------------------------------------------------
@@ -622,6 +657,12 @@ class PlanarEnv:
             for k, v in blur_px(spec, params, max(gt["target"]["depth_m"], 1e-3)).items()
         }
         gt["bad_factors"] = list(params.get("bad_factors", []))
+        gt["post_effects"] = {
+            k: params["effects"][k]
+            for k in ("exposure", "wb_gains", "haze")
+            if k in params["effects"]
+        }
+        gt["post_effects"]["seed"] = post_seed(params)
         return gt
 
     def build(self, ctx: Any, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -630,7 +671,7 @@ class PlanarEnv:
         h = self.build_scene(ctx, params, path)
         for i, b in enumerate(self.occluders(params)):
             bpy_box(f"glove_{i}", b, bpy_material("glove", (0.15, 0.12, 0.1)))
-        bpy_lights()
+        bpy_setup(ctx, self.target_names)
         h["texture_sha256"] = tex.sha256()
         h["font"] = tex.gt.get("font")
         return h
@@ -649,8 +690,15 @@ class PlanarEnv:
             gt["font"] = handles.get("font")
         return gt
 
+    def post(self, gt: Mapping[str, Any], image: Any) -> np.ndarray:
+        """The frame as the camera delivers it: the render (8-bit sRGB, render-time DOF and
+        shake already in) with the host-side post effects of ``gt["post_effects"]``."""
+        return apply_post(gt, image)
+
     def score(self, gt: Mapping[str, Any], image: Any) -> Acceptability:
-        return accept_score(gt, image, self.thresholds)
+        """Acceptability of a rendered frame: post effects applied, then every term."""
+        img = None if image is None else self.post(gt, image)
+        return accept_score(gt, img, self.thresholds)
 
     def proxy_score(self, params: Mapping[str, Any], seed: int = 0) -> Acceptability:
         spec, _ = self.spec_pose(params)

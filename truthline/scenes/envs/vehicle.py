@@ -142,12 +142,12 @@ class VehicleFace(PlanarEnv):
         return Texture(_car_side(params["scene"]["colour"]), {"kind": "car_side_proxy"})
 
     def build(self, ctx: Any, params: Mapping[str, Any]) -> dict[str, Any]:
-        from truthline.scenes.envs._common import bpy_box, bpy_lights
+        from truthline.scenes.envs._common import bpy_box, bpy_setup
 
         build_car(params["scene"]["body"], tuple(params["scene"]["colour"]))
         for i, b in enumerate(self.occluders(params)):
             bpy_box(f"occluder_{i}", b, bpy_material("van", (0.8, 0.8, 0.82)))
-        bpy_lights()
+        bpy_setup(ctx, ["body", "cabin"])
         return {"target": "body"}
 
     target_names = ("body", "cabin", "wheel_-1_-1", "wheel_-1_1", "wheel_1_-1", "wheel_1_1")
