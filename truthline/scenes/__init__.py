@@ -7,6 +7,8 @@ one :class:`FrameRecord` per frame. See ``_types`` for the contract and how to a
 environment; ``_camera`` for the camera and DORI math.
 """
 
+from truthline.scenes._render import Job, RenderReport, plan, render
+from truthline.scenes._store import FrameStore
 from truthline.scenes._types import (
     IMAGE_VARIANTS,
     SCHEMA_VERSION,
@@ -22,11 +24,13 @@ from truthline.scenes._types import (
     SceneError,
     Target,
     WorkerError,
+    canonical_json,
     environment,
     get_environment,
     job_key,
     register_environment,
 )
+from truthline.scenes._worker import WorkerClient
 
 __all__ = [
     "IMAGE_VARIANTS",
@@ -38,13 +42,20 @@ __all__ = [
     "Effects",
     "Environment",
     "FrameRecord",
+    "FrameStore",
     "Grid",
+    "Job",
+    "RenderReport",
     "RenderSettings",
     "SceneError",
     "Target",
+    "WorkerClient",
     "WorkerError",
+    "canonical_json",
     "environment",
     "get_environment",
     "job_key",
+    "plan",
     "register_environment",
+    "render",
 ]

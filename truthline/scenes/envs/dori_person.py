@@ -136,7 +136,7 @@ class DoriPerson(BaseEnvironment):
     """SynDORBench-style human presence / action frames at DORI-calibrated distances."""
 
     name = "dori"
-    version = "1"
+    version = "2"
     grids = GRIDS
     spec: CameraSpec = _camera.PAPER_CAMERA
 
@@ -280,8 +280,8 @@ def _lighting(ctx: Any, lighting: str) -> None:
         ctx.world((0.42, 0.52, 0.68), 0.5)
         ctx.sun(2.6, azimuth_deg=60, elevation_deg=14, color=(1.0, 0.86, 0.7))
     elif lighting == "noon":
-        ctx.world((0.5, 0.62, 0.85), 0.55)
-        ctx.sun(3.2, azimuth_deg=150, elevation_deg=68, color=(1.0, 0.98, 0.95))
+        ctx.world((0.5, 0.62, 0.85), 0.4)
+        ctx.sun(2.3, azimuth_deg=150, elevation_deg=68, color=(1.0, 0.98, 0.95))
     elif lighting == "evening":
         ctx.world((0.32, 0.3, 0.42), 0.45)
         ctx.sun(2.2, azimuth_deg=250, elevation_deg=7, color=(1.0, 0.6, 0.35))
