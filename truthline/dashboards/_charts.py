@@ -60,9 +60,13 @@ def chart(
         else:
             st.altair_chart(fig, key=f"fig-{slug}")
     links = {c: t for c, t in (links or {}).items() if c in table.columns}
+    shown = table
+    if links:  # the links right after the row's name, not scrolled out of sight
+        rest = [c for c in table.columns if c not in links]
+        shown = table[[rest[0], *links, *rest[1:]]]
     with tab_table:
         st.dataframe(
-            table,
+            shown,
             hide_index=True,
             key=f"tbl-{slug}",
             column_config={
