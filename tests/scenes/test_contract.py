@@ -117,3 +117,26 @@ def test_worker_log_filter_drops_driver_noise_and_keeps_real_lines():
     real = ["Traceback (most recent call last):", "KeyError: 'Principled BSDF'"]
     assert all(NOISE.search(x) for x in noise)
     assert not any(NOISE.search(x) for x in real)
+
+
+def test_add_variant_stores_the_image_and_rewrites_the_record(tmp_path):
+    st = FrameStore(tmp_path)
+    rec = FrameRecord(env="dori", env_version="1", params={}, seed=1,
+                      render=RenderSettings().to_dict())  # fmt: skip
+    st.add_variant(rec, "nv", b"nv-png", "png")
+    back = st.load(rec.job_id)
+    assert st.variant_path(back, "nv").read_bytes() == b"nv-png"
+    with pytest.raises(SceneError, match="image variant 'raw'"):
+        st.add_variant(rec, "raw", b"x", "png")
+
+
+def test_missing_scenes_env_is_one_clear_error(tmp_path, monkeypatch):
+    from truthline.scenes import WorkerError, render
+    from truthline.scenes import env as scenes_env
+
+    monkeypatch.setenv("TRUTHLINE_SCENES_VENV", str(tmp_path / "nowhere"))
+    assert not scenes_env.installed()
+    frames = list(get_environment("dori").grid("tiny"))  # type: ignore[attr-defined]
+    with pytest.raises(WorkerError, match=r"scenes environment is missing .*--ensure"):
+        render("dori", frames, tmp_path / "out", RenderSettings(engine="BLENDER_WORKBENCH"))
+    assert not (tmp_path / "out" / "records").exists()

@@ -261,6 +261,7 @@ def render(
         own = client is None
         cl = client or WorkerClient(timeout_s=timeout_s)
         try:
+            cl.start()  # a missing or broken scenes venv is one error, not one per frame
             for p in payloads:
                 handle(execute(cl, p))
         finally:

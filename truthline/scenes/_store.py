@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from truthline.scenes._types import FrameRecord, SceneError
+from truthline.scenes._types import IMAGE_VARIANTS, FrameRecord, SceneError
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
@@ -64,6 +64,16 @@ class FrameStore:
                 f"(it has: {', '.join(sorted(record.images)) or 'none'})"
             )
         return self.image_path(record.images[variant], record.image_ext[variant])
+
+    def add_variant(self, record: FrameRecord, variant: str, data: bytes, ext: str) -> FrameRecord:
+        """Store a derived image (e.g. ``nv``, the night-vision ISP output made on the host)
+        and rewrite the record to name it; returns the updated record."""
+        if variant not in IMAGE_VARIANTS:
+            raise SceneError(f"image variant {variant!r}: use one of {', '.join(IMAGE_VARIANTS)}")
+        record.images[variant] = self.put_image(data, ext)
+        record.image_ext[variant] = ext.lstrip(".")
+        self.save(record)
+        return record
 
     # -- records -------------------------------------------------------------------------
     def record_path(self, job_id: str) -> Path:

@@ -4,7 +4,9 @@ Parameters: ``pose`` (an action, or ``absent`` for a person-absent frame from th
 camera), ``distance_m``, ``azimuth_deg``/``elevation_deg`` (hemisphere camera around the
 subject, azimuth 0 in front of it), ``lighting`` (morning, noon, evening, midnight),
 ``scene`` (field, desert, wharf), ``outfit`` (clothing colours; stands in for the paper's
-SMPLitex textures). The camera is :data:`truthline.scenes._camera.PAPER_CAMERA` (1080p,
+SMPLitex textures); optional render-time effects beyond the paper: ``shake_deg``
+(hand-shake blur), ``dof`` (the camera's f/1.4, focused at the subject or at ``focus_m``)
+and ``view_transform``. The camera is :data:`truthline.scenes._camera.PAPER_CAMERA` (1080p,
 f = 2.8 mm, f/1.4) aimed at the subject's centre; midnight frames always carry the linear
 EXR (a physically dim frame looks black in 8 bits; the night-vision ISP starts from it).
 
@@ -201,7 +203,13 @@ class DoriPerson(BaseEnvironment):
             float(params["azimuth_deg"]),
             float(params["elevation_deg"]),
         )
-        return self.spec, CameraPose(pos, target), Effects()
+        fx = Effects(
+            dof=bool(params.get("dof", False)),
+            focus_distance_m=float(params["focus_m"]) if params.get("focus_m") else None,
+            shake_deg=float(params.get("shake_deg", 0.0)),
+            view_transform=str(params.get("view_transform", "Standard")),
+        )
+        return self.spec, CameraPose(pos, target), fx
 
     def build(self, ctx: Any, params: Mapping[str, Any]) -> dict[str, Any]:
         from truthline.scenes.worker._humanoid import add_figure
