@@ -41,7 +41,7 @@ MIN_CHAR_PX = 8.0
 # variant -> (face width m, face height m, texture px, centre, normal)
 VARIANTS: dict[str, tuple[float, float, tuple[int, int], tuple[float, float, float]]] = {
     "ro_board": (0.5, 0.3, (800, 480), (CAR_WIDTH / 2 + 0.9, CAR_LENGTH / 2 - 0.6, 1.0)),
-    "equipment_label": (0.12, 0.072, (800, 480), (0.0, 0.0, 1.4)),
+    "equipment_label": (0.12, 0.072, (800, 480), (0.0, -0.072, 1.4)),
 }
 
 
@@ -53,7 +53,7 @@ def _label(rows: tuple[tuple[str, str], ...], title: str, size: tuple[int, int])
 @register_environment
 class LabelBoard(PlanarEnv):
     name = "label_board"
-    version = "1"
+    version = "2"
     detail_ratio = 0.2
     dist_good = (0.35, 0.8)
     dist_bad = (1.3, 2.2)
@@ -128,7 +128,8 @@ class LabelBoard(PlanarEnv):
             build_car("sedan", tuple(s["colour"]))
             bpy_box(
                 "easel",
-                Box(tuple(t.centre - t.normal * 0.02 - [0, 0, 0.35]), (0.03, 0.03, 0.5)),
+                # behind the board (its front face 1 cm behind the board's plane)
+                Box(tuple(t.centre - t.normal * 0.04 - [0, 0, 0.35]), (0.03, 0.03, 0.5)),
                 bpy_material("wood", (0.4, 0.3, 0.2)),
             )
         else:

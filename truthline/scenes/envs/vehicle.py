@@ -40,6 +40,10 @@ VISIBLE_MIN_SHARE = 0.2
 FACING_MAX_DEG = 80.0
 
 
+def _srgb(x: float) -> float:
+    return 12.92 * x if x <= 0.0031308 else 1.055 * x ** (1 / 2.4) - 0.055
+
+
 def _colour(rng: np.random.Generator) -> list[float]:
     return [round(u(rng, 0.05, 0.8), 3) for _ in range(3)]
 
@@ -183,7 +187,7 @@ class VehicleFace(PlanarEnv):
 
 def _car_side(colour: Sequence[float]) -> Image.Image:
     """A flat side view for the proxy render: paint, glass, wheels, door seams."""
-    c = tuple(int(255 * v) for v in colour[:3])
+    c = tuple(round(255 * _srgb(v)) for v in colour[:3])
     img = Image.new("RGB", (880, 260), (90, 90, 92))
     d = ImageDraw.Draw(img)
     d.rectangle([0, 110, 879, 220], fill=c)
@@ -198,7 +202,7 @@ def _car_side(colour: Sequence[float]) -> Image.Image:
 @register_environment
 class DamageView(PlanarEnv):
     name = "damage_view"
-    version = "1"
+    version = "2"
     # a dented or scratched panel is mostly paint: text-style contrast does not apply
     factors = ("framing", "distance", "angle", "occluded", "defocus", "shake")
     dist_good = (0.5, 1.2)
@@ -258,7 +262,8 @@ class DamageView(PlanarEnv):
 
     def texture(self, params: Mapping[str, Any]) -> Texture:
         s = params["scene"]
-        r, g, b = (int(255 * v) for v in s["colour"])
+        # the paint material's colour is linear; the texture's pixels are sRGB
+        r, g, b = (round(255 * _srgb(v)) for v in s["colour"])
         return damage_texture(
             s["damage_type"],
             s["severity"],
