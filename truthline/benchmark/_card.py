@@ -35,8 +35,34 @@ def _type_text(feat: Any) -> str:
 def dataset_card(sheet: dict[str, Any], info: dict[str, Any], split_rule: dict[str, Any]) -> str:
     """Markdown with a YAML header; ``sheet`` is the datasheet (pseudonymous), ``info`` what
     ``write_splits`` returned, ``split_rule`` how items were split."""
+    hidden = split_rule.get("test_answers") == "withheld"
+    lines = [
+        "---",
+        yaml.safe_dump(_header(sheet, info), sort_keys=False).rstrip(),
+        "---",
+        "",
+        f"# {sheet['title']}",
+        "",
+    ]
+    if sheet["description"]:
+        lines += [sheet["description"], ""]
+    if sheet["simulated"]:
+        lines += [
+            "> **SIMULATED**: this release contains generated scenes with known truth "
+            "(column `simulated` is true for them); figures on them say nothing about real data.",
+            "",
+        ]
+    lines += _features(info, hidden)
+    lines += _splits(info, split_rule, hidden)
+    lines += _evaluate(sheet, hidden)
+    lines += _provenance(sheet)
+    return "\n".join(lines)
+
+
+def _header(sheet: dict[str, Any], info: dict[str, Any]) -> dict[str, Any]:
+    """The YAML header: name, licence, tags, the config's split files and features."""
     splits = info["splits"]
-    header = {
+    return {
         "pretty_name": sheet["title"],
         "license": sheet["licence_id"],
         "tags": ["truthline", "vlm-benchmark"] + (["simulated"] if sheet["simulated"] else []),
@@ -55,41 +81,41 @@ def dataset_card(sheet: dict[str, Any], info: dict[str, Any], split_rule: dict[s
             ],
         },
     }
-    title = sheet["title"]
-    lines = ["---", yaml.safe_dump(header, sort_keys=False).rstrip(), "---", "", f"# {title}", ""]
-    if sheet["description"]:
-        lines += [sheet["description"], ""]
-    if sheet["simulated"]:
-        lines += [
-            "> **SIMULATED**: this release contains generated scenes with known truth "
-            "(column `simulated` is true for them); figures on them say nothing about real data.",
-            "",
-        ]
-    lines += ["## Features", "", "| column | type | what |", "| --- | --- | --- |"]
-    what = {
-        "item": "item id",
-        "image": "the item's image",
-        "frames": "the item's frames, in order",
-        "video": "paths of the item's video files, relative to this folder",
-        "meta": "public metadata a model may see",
-        "system": "system prompt the benchmark sends",
-        "prompt": "user prompt the benchmark sends (rendered from `project/`)",
-        "candidates": "entity ids a model answers about (e.g. worker tracks)",
-        "gold": "gold answer per field (entity lists: one object per entity)",
-        "provenance": "per gold decision: its path, provenance and pseudonymous sources",
-        "simulated": "true for a generated (SIMULATED) item",
-    }
-    hidden = split_rule.get("test_answers") == "withheld"
+
+
+FEATURES = {
+    "item": "item id",
+    "image": "the item's image",
+    "frames": "the item's frames, in order",
+    "video": "paths of the item's video files, relative to this folder",
+    "meta": "public metadata a model may see",
+    "system": "system prompt the benchmark sends",
+    "prompt": "user prompt the benchmark sends (rendered from `project/`)",
+    "candidates": "entity ids a model answers about (e.g. worker tracks)",
+    "gold": "gold answer per field (entity lists: one object per entity)",
+    "provenance": "per gold decision: its path, provenance and pseudonymous sources",
+    "simulated": "true for a generated (SIMULATED) item",
+}
+"""What each public column holds (the card's feature table)."""
+
+
+def _features(info: dict[str, Any], hidden: bool) -> list[str]:
+    what = dict(FEATURES)
     if hidden:
         for k in ("gold", "provenance"):
             what[k] += " (null in `test`: withheld)"
+    lines = ["## Features", "", "| column | type | what |", "| --- | --- | --- |"]
     for k, v in info["features"].items():
         lines.append(f"| `{k}` | {_type_text(v)} | {what.get(k, '')} |")
-    lines += [
+    return lines
+
+
+def _splits(info: dict[str, Any], split_rule: dict[str, Any], hidden: bool) -> list[str]:
+    lines = [
         "",
         "## Splits",
         "",
-        *[f"- `{s}`: {n} items" for s, n in splits.items()],
+        *[f"- `{s}`: {n} items" for s, n in info["splits"].items()],
         "",
         f"Split by {split_rule['by']}: every item of one cluster is in the same split "
         f"(seed {split_rule['seed']}, test fraction {split_rule['test_fraction']}, "
@@ -105,8 +131,12 @@ def dataset_card(sheet: dict[str, Any], info: dict[str, Any], split_rule: dict[s
             "test set stays blind. Use `train` to develop and validate.",
             "",
         ]
+    return lines
+
+
+def _evaluate(sheet: dict[str, Any], hidden: bool) -> list[str]:
     example = "train" if hidden else "test"
-    lines += [
+    return [
         "## How to evaluate",
         "",
         "```python",
@@ -134,6 +164,12 @@ def dataset_card(sheet: dict[str, Any], info: dict[str, Any], split_rule: dict[s
         f"Scores are per-field accuracy over the target fields ({', '.join(sheet['targets'])}); "
         "entity-list fields are matched by entity id first.",
         "",
+    ]
+
+
+def _provenance(sheet: dict[str, Any]) -> list[str]:
+    """Where the gold came from, who was excluded, and the licence."""
+    lines = [
         "## Provenance of gold values",
         "",
         "Each gold decision carries a provenance (column `provenance`):",
@@ -157,4 +193,4 @@ def dataset_card(sheet: dict[str, Any], info: dict[str, Any], split_rule: dict[s
         sheet["licence"],
         "",
     ]
-    return "\n".join(lines)
+    return lines

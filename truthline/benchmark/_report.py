@@ -475,124 +475,154 @@ _across_sections = across_sections  # the name ``benchmark across`` imports
 
 
 def _across_section(out: list[Section], name: str, r: dict[str, Any], rid: str) -> None:
-    """Append the section(s) of one metric across models."""
+    """Append the section(s) of one metric across models (its note when it has no value)."""
     if r.get("note"):
         out.append(Section(f"{_TITLES.get(name, name)} ({rid})", r["note"]))
         return
-    if name == "routing_oracle":
-        best = r["best_single"]
-        out.append(
-            Section(
-                f"Routing oracle ({rid})",
-                f"Each {r['environment']} routed to its best model: accuracy "
-                f"{_fmt_ci(r['value'])} vs best single model {best['model']} "
-                f"{_fmt_ci(best['accuracy'])} (gain {100 * r['gain']:+.1f} pp, "
-                f"{r['n']} common decisions).",
-                [
-                    {
-                        r["environment"]: e,
-                        "best model": m,
-                        "accuracy there": (r.get("accuracy_by_environment") or {}).get(e),
-                    }
-                    for e, m in r["best_by_environment"].items()
-                ],
-                n=[(r.get("n_by_environment") or {}).get(e) for e in r["best_by_environment"]],
-                n_column="n decisions",
-            )
+    build = _ACROSS_SECTIONS.get(name)
+    if build is not None:
+        out.extend(build(r, rid))
+
+
+def _routing_oracle_section(r: dict[str, Any], rid: str) -> list[Section]:
+    """Each environment's best model and the routed accuracy."""
+    best = r["best_single"]
+    return [
+        Section(
+            f"Routing oracle ({rid})",
+            f"Each {r['environment']} routed to its best model: accuracy "
+            f"{_fmt_ci(r['value'])} vs best single model {best['model']} "
+            f"{_fmt_ci(best['accuracy'])} (gain {100 * r['gain']:+.1f} pp, "
+            f"{r['n']} common decisions).",
+            [
+                {
+                    r["environment"]: e,
+                    "best model": m,
+                    "accuracy there": (r.get("accuracy_by_environment") or {}).get(e),
+                }
+                for e, m in r["best_by_environment"].items()
+            ],
+            n=[(r.get("n_by_environment") or {}).get(e) for e in r["best_by_environment"]],
+            n_column="n decisions",
         )
-    elif name == "ensemble":
-        best = r["best_single"]
-        out.append(
-            Section(
-                f"Majority-of-models ensemble ({rid})",
-                f"Majority vote of {', '.join(r['members'])}: accuracy "
-                f"{_fmt_ci(r['value'])} vs best single model {best['model']} "
-                f"{best['accuracy']:.3f} (gain {100 * r['gain']:+.1f} pp). "
-                f"{r.get('ties', 0)} of {r['n']} decisions were tied: "
-                f"{r.get('tie_rule', 'a tie has no majority and is scored wrong')}.",
-                [
-                    {
-                        "field": f,
-                        "ensemble accuracy": v,
-                        "ties": (r.get("ties_by_field") or {}).get(f, 0),
-                    }
-                    for f, v in r["by_field"].items()
-                ],
-                n=[(r.get("n_by_field") or {}).get(f) for f in r["by_field"]],
-                n_column="n decisions",
-            )
+    ]
+
+
+def _ensemble_section(r: dict[str, Any], rid: str) -> list[Section]:
+    """Majority vote of the models, per field."""
+    best = r["best_single"]
+    return [
+        Section(
+            f"Majority-of-models ensemble ({rid})",
+            f"Majority vote of {', '.join(r['members'])}: accuracy "
+            f"{_fmt_ci(r['value'])} vs best single model {best['model']} "
+            f"{best['accuracy']:.3f} (gain {100 * r['gain']:+.1f} pp). "
+            f"{r.get('ties', 0)} of {r['n']} decisions were tied: "
+            f"{r.get('tie_rule', 'a tie has no majority and is scored wrong')}.",
+            [
+                {
+                    "field": f,
+                    "ensemble accuracy": v,
+                    "ties": (r.get("ties_by_field") or {}).get(f, 0),
+                }
+                for f, v in r["by_field"].items()
+            ],
+            n=[(r.get("n_by_field") or {}).get(f) for f in r["by_field"]],
+            n_column="n decisions",
         )
-    elif name == "hard_subset":
-        out.append(
-            Section(
-                f"Hard subset ({rid})",
-                f"Decisions the rule baseline {r['rule']} gets wrong: {r['hard_decisions']} "
-                f"of {r['n']} ({100 * r['hard_share']:.1f}%, {r['hard_items']} items).",
-                [
-                    {
-                        "model": lab,
-                        "all": _fmt_ci(v["all"]),
-                        "hard subset": _fmt_ci(v["hard"]),
-                        "rest": _fmt_ci(v["easy"]),
-                    }
-                    for lab, v in r["models"].items()
-                ],
-                n=[
-                    f"{r['n']} all / {r['hard_decisions']} hard / "
-                    f"{r['n'] - r['hard_decisions']} rest"
-                ]
-                * len(r["models"]),
-            )
+    ]
+
+
+def _hard_subset_section(r: dict[str, Any], rid: str) -> list[Section]:
+    """Every model on the rule baseline's failures and on the rest."""
+    return [
+        Section(
+            f"Hard subset ({rid})",
+            f"Decisions the rule baseline {r['rule']} gets wrong: {r['hard_decisions']} "
+            f"of {r['n']} ({100 * r['hard_share']:.1f}%, {r['hard_items']} items).",
+            [
+                {
+                    "model": lab,
+                    "all": _fmt_ci(v["all"]),
+                    "hard subset": _fmt_ci(v["hard"]),
+                    "rest": _fmt_ci(v["easy"]),
+                }
+                for lab, v in r["models"].items()
+            ],
+            n=[f"{r['n']} all / {r['hard_decisions']} hard / {r['n'] - r['hard_decisions']} rest"]
+            * len(r["models"]),
         )
-    elif name == "rank_transfer":
-        a_, b_ = r["sets"]
-        out.append(
-            Section(
-                f"Rank transfer {a_} -> {b_} ({rid})",
-                f"Spearman rho {r['spearman_rho']:.3f} (p {r['spearman_p']:.3g}), "
-                f"Pearson r {r['pearson_r']:.3f} (p {r['pearson_p']:.3g}) over "
-                f"{len(r['models'])} models.",
-                [{"model": m, **v} for m, v in r["scores"].items()],
-                n=[_pair_n((r.get("n") or {}).get(m), a_, b_) for m in r["scores"]],
-                n_column=f"n decisions ({a_} / {b_})",
-            )
+    ]
+
+
+def _rank_transfer_section(r: dict[str, Any], rid: str) -> list[Section]:
+    """Model scores on two item sets and their rank correlation."""
+    a_, b_ = r["sets"]
+    return [
+        Section(
+            f"Rank transfer {a_} -> {b_} ({rid})",
+            f"Spearman rho {r['spearman_rho']:.3f} (p {r['spearman_p']:.3g}), "
+            f"Pearson r {r['pearson_r']:.3f} (p {r['pearson_p']:.3g}) over "
+            f"{len(r['models'])} models.",
+            [{"model": m, **v} for m, v in r["scores"].items()],
+            n=[_pair_n((r.get("n") or {}).get(m), a_, b_) for m in r["scores"]],
+            n_column=f"n decisions ({a_} / {b_})",
         )
-    elif name == "paired_conditions":
-        out.append(
-            Section(
-                f"Paired conditions Base -> +GT ({rid})",
-                "Same items, one input given as truth; repairs = wrong -> right, "
-                "harms = right -> wrong.",
-                [
-                    {
-                        "model": m,
-                        "net change [95% CI]": _fmt_ci(v["net_change"]),
-                        "repairs": v["repairs"],
-                        "harms": v["harms"],
-                        "kept right": v["kept_right"],
-                        "kept wrong": v["kept_wrong"],
-                    }
-                    for m, v in r["models"].items()
-                ],
-                n=[
-                    v["repairs"] + v["harms"] + v["kept_right"] + v["kept_wrong"]
-                    for v in r["models"].values()
-                ],
-            )
+    ]
+
+
+def _paired_conditions_section(r: dict[str, Any], rid: str) -> list[Section]:
+    """Base vs +GT per model: net change, repairs and harms."""
+    return [
+        Section(
+            f"Paired conditions Base -> +GT ({rid})",
+            "Same items, one input given as truth; repairs = wrong -> right, "
+            "harms = right -> wrong.",
+            [
+                {
+                    "model": m,
+                    "net change [95% CI]": _fmt_ci(v["net_change"]),
+                    "repairs": v["repairs"],
+                    "harms": v["harms"],
+                    "kept right": v["kept_right"],
+                    "kept wrong": v["kept_wrong"],
+                }
+                for m, v in r["models"].items()
+            ],
+            n=[
+                v["repairs"] + v["harms"] + v["kept_right"] + v["kept_wrong"]
+                for v in r["models"].values()
+            ],
         )
-    elif name == "open_similarity":
-        out.append(
-            Section(
-                f"Open-answer similarity ({rid})",
-                f"Cosine similarity to the reference with the local MiniLM embedder over "
-                f"{', '.join(r['fields'])} ({r['n']} answers); z-score across models.",
-                [
-                    {"model": m, "similarity": _fmt_ci(v["similarity"]), "z": v["z"]}
-                    for m, v in r["models"].items()
-                ],
-                n=[_items(v["similarity"]) for v in r["models"].values()],
-            )
+    ]
+
+
+def _open_similarity_section(r: dict[str, Any], rid: str) -> list[Section]:
+    """Open answers' similarity to the reference, with z-scores."""
+    return [
+        Section(
+            f"Open-answer similarity ({rid})",
+            f"Cosine similarity to the reference with the local MiniLM embedder over "
+            f"{', '.join(r['fields'])} ({r['n']} answers); z-score across models.",
+            [
+                {"model": m, "similarity": _fmt_ci(v["similarity"]), "z": v["z"]}
+                for m, v in r["models"].items()
+            ],
+            n=[_items(v["similarity"]) for v in r["models"].values()],
         )
+    ]
+
+
+_ACROSS_SECTIONS: dict[str, Callable[[dict[str, Any], str], list[Section]]] = {
+    "routing_oracle": _routing_oracle_section,
+    "ensemble": _ensemble_section,
+    "hard_subset": _hard_subset_section,
+    "rank_transfer": _rank_transfer_section,
+    "paired_conditions": _paired_conditions_section,
+    "open_similarity": _open_similarity_section,
+}
+"""How each metric across models is shown (metric name -> its sections); a metric without
+an entry is computed (``benchmark across --json``) but not shown."""
 
 
 def _pair_n(n: dict[str, int] | None, a: str, b: str) -> str | None:
