@@ -108,6 +108,63 @@ def test_round_trip_json_values_and_status(store, steel_project):
         "review/tier2": 1,
     }
     assert st["annotations"]["annotators"] == 3
+    typed = store.stage_counts("steel-safety")  # the typed form other packages read
+    assert typed.items == 1 and typed.annotations.annotators == 3
+    assert typed.predictions.by_model == {"steel-v1": {"parsed": 1}}
+    assert typed.to_dict() == st
+    assert list(st) == [
+        "project",
+        "items",
+        "skipped_media",
+        "predictions",
+        "model_cost_usd",
+        "annotations",
+        "gold",
+        "runs",
+        "exclusions",
+    ]
+    assert st["gold"] == {"snapshots": 0, "latest": None, "values": 0}
+
+
+def test_latest_gold_snapshot_is_one_rule_even_on_a_timestamp_tie(store, steel_project):
+    """Two snapshots written in the same instant: the status, the audit and the benchmark
+    all name the same one as the latest (the hash breaks the tie)."""
+    import pytest
+
+    from truthline.audit import latest_snapshot, load_gold
+    from truthline.errors import TruthlineError
+    from truthline.store import resolve_snapshot
+
+    store.upsert_project(steel_project)
+    item = _item(store, "steel-safety")
+    ts = now()
+    with store.begin() as conn:
+        assert resolve_snapshot(conn, "steel-safety", None) is None
+        for h, n in (("b" * 64, 2), ("a" * 64, 1)):
+            conn.execute(
+                tables.gold_snapshots.insert().values(
+                    hash=h, project="steel-safety", policy={}, counts={}, created_at=ts
+                )
+            )
+            for k in range(n):
+                conn.execute(
+                    tables.gold.insert().values(
+                        snapshot=h,
+                        project="steel-safety",
+                        item_id=item,
+                        field_path=f"f{k}",
+                        value=k,
+                        provenance="expert",
+                        sources=[],
+                    )
+                )
+    assert latest_snapshot(store, "steel-safety") == "a" * 64
+    assert store.stage_counts("steel-safety").gold.latest == "a" * 64
+    assert store.status("steel-safety")["gold"] == {"snapshots": 2, "latest": "a" * 64, "values": 1}
+    assert load_gold(store, "steel-safety").snapshot == "a" * 64
+    assert len(load_gold(store, "steel-safety", "bbb")) == 2
+    with pytest.raises(TruthlineError, match="ambiguous prefix"):
+        load_gold(store, "steel-safety", "")
 
 
 def test_unique_constraints_guard_idempotency(store, steel_project):

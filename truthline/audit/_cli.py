@@ -371,7 +371,7 @@ def simulate_cmd(
     from truthline.simulate import build_scenario
 
     ws, proj = ws_project(ctx, project)
-    if ws.store.status(proj.name)["items"]:
+    if ws.store.stage_counts(proj.name).items:
         raise TruthlineError(
             f"project {proj.name!r} already has items; simulate into an empty workspace"
         )

@@ -19,7 +19,7 @@ from sqlalchemy import select
 from truthline.audit._data import REVIEW_ARMS, AuditData, leaf_of
 from truthline.errors import TruthlineError
 from truthline.fields import EntityList
-from truthline.store import Store, now, tables
+from truthline.store import Store, now, resolve_snapshot, tables
 
 PROVENANCES = ("expert", "blind_consensus", "anchored_kept", "anchored_corrected", "adjudicated")
 SLICES = ("all", "blind", "anchored", "vlm-sourced")
@@ -374,31 +374,6 @@ class Gold:
 
 
 NO_GOLD_HINT = "finalize it with `truthline audit finalize` (or import gold)"
-
-
-def resolve_snapshot(conn: Any, project: str, snapshot: str | None) -> str | None:
-    """The full hash of a gold snapshot of ``project``: ``snapshot`` is a hash or a unique
-    prefix of one; ``None`` means the newest (``None`` back when the project has no gold).
-    The one definition of "latest gold" for audit, benchmark and export."""
-    t = tables.gold_snapshots
-    if snapshot is None:
-        row = conn.execute(
-            select(t.c.hash).where(t.c.project == project).order_by(t.c.created_at.desc(), t.c.hash)
-        ).first()
-        return str(row[0]) if row else None
-    found = conn.execute(
-        select(t.c.hash).where(t.c.project == project, t.c.hash.like(f"{snapshot}%"))
-    ).all()
-    if len(found) != 1:
-        raise TruthlineError(
-            f"gold snapshot {snapshot!r} of project {project!r}: "
-            + (
-                "not found (list them with `truthline audit finalize --json`)"
-                if not found
-                else "ambiguous prefix, give more characters"
-            )
-        )
-    return str(found[0][0])
 
 
 def latest_snapshot(store: Store, project: str) -> str:

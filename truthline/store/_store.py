@@ -18,6 +18,8 @@ from sqlalchemy.exc import DatabaseError, DataError, DBAPIError, OperationalErro
 from truthline.errors import TruthlineError
 from truthline.store import _tables as t
 from truthline.store._migrations import LATEST, current_version, migrate
+from truthline.store._snapshots import resolve_snapshot
+from truthline.store._status import AnnotationCounts, GoldCounts, PredictionCounts, StageCounts
 
 
 def now() -> datetime:
@@ -248,6 +250,10 @@ class Store:
 
     # -- status -----------------------------------------------------------------------
     def status(self, project: str) -> dict[str, Any]:
+        """Counts per stage of the loop for one project, as JSON (``stage_counts``)."""
+        return self.stage_counts(project).to_dict()
+
+    def stage_counts(self, project: str) -> StageCounts:
         """Counts per stage of the loop for one project."""
 
         def count(conn: Connection, table, *where, distinct=None) -> int:
@@ -255,26 +261,16 @@ class Store:
             return int(conn.execute(select(col).select_from(table).where(*where)).scalar_one())
 
         with self.begin() as conn:
-            out: dict[str, Any] = {"project": project}
-            out["items"] = count(conn, t.items, t.items.c.project == project)
-            out["skipped_media"] = count(
-                conn, t.skipped_media, t.skipped_media.c.project == project
-            )
             preds = conn.execute(
                 select(t.predictions.c.model_version, t.predictions.c.status, func.count())
                 .where(t.predictions.c.project == project)
                 .group_by(t.predictions.c.model_version, t.predictions.c.status)
             ).all()
-            out["predictions"] = {
-                "total": sum(n for _, _, n in preds),
-                "by_model": _nest((m, s, n) for m, s, n in preds),
-            }
             cost = conn.execute(
                 select(func.coalesce(func.sum(t.responses.c.cost_usd), 0.0)).where(
                     t.responses.c.project == project
                 )
             ).scalar_one()
-            out["model_cost_usd"] = round(float(cost), 6)
             ann = conn.execute(
                 select(
                     t.annotations.c.arm,
@@ -284,34 +280,39 @@ class Store:
                 .where(t.annotations.c.project == project)
                 .group_by(t.annotations.c.arm, t.annotations.c.tier)
             ).all()
-            out["annotations"] = {
-                "total": sum(n for _, _, n in ann),
-                "by_arm_tier": {f"{arm}/tier{tier}": n for arm, tier, n in ann},
-                "annotators": count(
-                    conn,
-                    t.annotations,
-                    t.annotations.c.project == project,
-                    distinct=t.annotations.c.annotator,
+            snap = resolve_snapshot(conn, project, None)
+            return StageCounts(
+                project=project,
+                items=count(conn, t.items, t.items.c.project == project),
+                skipped_media=count(conn, t.skipped_media, t.skipped_media.c.project == project),
+                predictions=PredictionCounts(
+                    total=sum(n for _, _, n in preds),
+                    by_model=_nest((m, s, n) for m, s, n in preds),
                 ),
-            }
-            snap = conn.execute(
-                select(t.gold_snapshots.c.hash, t.gold_snapshots.c.counts)
-                .where(t.gold_snapshots.c.project == project)
-                .order_by(t.gold_snapshots.c.created_at.desc())
-            ).first()
-            out["gold"] = {
-                "snapshots": count(conn, t.gold_snapshots, t.gold_snapshots.c.project == project),
-                "latest": snap[0] if snap else None,
-                "values": count(conn, t.gold, t.gold.c.snapshot == snap[0]) if snap else 0,
-            }
-            out["runs"] = count(conn, t.runs, t.runs.c.project == project)
-            out["exclusions"] = count(
-                conn,
-                t.exclusions,
-                t.exclusions.c.project == project,
-                t.exclusions.c.active.is_(True),
+                model_cost_usd=round(float(cost), 6),
+                annotations=AnnotationCounts(
+                    total=sum(n for _, _, n in ann),
+                    by_arm_tier={f"{arm}/tier{tier}": n for arm, tier, n in ann},
+                    annotators=count(
+                        conn,
+                        t.annotations,
+                        t.annotations.c.project == project,
+                        distinct=t.annotations.c.annotator,
+                    ),
+                ),
+                gold=GoldCounts(
+                    snapshots=count(conn, t.gold_snapshots, t.gold_snapshots.c.project == project),
+                    latest=snap,
+                    values=count(conn, t.gold, t.gold.c.snapshot == snap) if snap else 0,
+                ),
+                runs=count(conn, t.runs, t.runs.c.project == project),
+                exclusions=count(
+                    conn,
+                    t.exclusions,
+                    t.exclusions.c.project == project,
+                    t.exclusions.c.active.is_(True),
+                ),
             )
-            return out
 
 
 def _nest(rows) -> dict[str, dict[str, int]]:
