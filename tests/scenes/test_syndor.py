@@ -191,6 +191,19 @@ def test_pipeline_to_gold_benchmark_and_tables(items, renders, tmp_path):
     assert {r["model"] for r in t["action"]} >= set(SIM)
     md = sd.tables_markdown(t)
     assert "Presence by DORI distance" in md and "Operational threshold (80% accuracy)" in md
+    # the benchmark report's SynDORBench sections (a SECTIONS builder)
+    from truthline.benchmark._report import ReportContext
+
+    ctx = ReportContext(ws.store, proj, [man["run_id"]], {}, tmp_path, 0)
+    secs = sd.report_sections(ctx)
+    titles = [s.title for s in secs]
+    assert titles[:3] == [
+        "SynDORBench: presence by DORI distance",
+        "SynDORBench: presence by lighting condition and distance",
+        "SynDORBench: 80% operational threshold",
+    ]
+    assert secs[0].figure is not None and (tmp_path / "syndorbench_conditions.png").is_file()
+    assert len(secs[1].table) == 9 and ctx.data["syndorbench"]["distances"] == t["distances"]
 
 
 def test_threshold_line_holds_then_falls():

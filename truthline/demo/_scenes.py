@@ -82,7 +82,7 @@ def run_scenes_demo(
 
         job, err = rep.failed[0]
         raise TruthlineError(f"{len(rep.failed)} frame(s) failed to render, e.g. {job}: {err}")
-    renders = sd.renders_from_store(store_dir)
+    renders = sd.renders_from_store(store_dir, job_ids=[r.job_id for r in rep.records])
     out = ws.root / "scenes" / "dori-items"
     say("night camera and night-vision ISP, discernibility features")
     items = sd.make_items(renders, out, seed=seed, workers=workers, ray_address=ray_address)
