@@ -96,7 +96,7 @@ def test_passes_through_label_studio_compile_to_the_truth(
 
     # what went through Label Studio compiles to exactly the probes the truth compiles to
     compile_release(gen_copy / "annotations.jsonl", tmp_path / "truth", seed=3)
-    compile_release(gen_copy / PULLED, tmp_path / "ls", seed=3, image_root=gen_copy)
+    compile_release(gen_copy / PULLED, tmp_path / "ls", seed=3)
     assert _probes(tmp_path / "ls") == _probes(tmp_path / "truth")
 
 
@@ -114,6 +114,6 @@ def test_reviewer_deletions_are_disputed_and_not_compiled(
     n_obs = sum(len(r["pass4"]["observations"]) for r in read_jsonl(gen_copy / "annotations.jsonl"))
     assert out["review"]["disputed"] > 0
     assert out["review"]["verified"] + out["review"]["disputed"] == n_obs
-    info = compile_release(gen_copy / PULLED, tmp_path / "r", seed=3, image_root=gen_copy)
+    info = compile_release(gen_copy / PULLED, tmp_path / "r", seed=3)
     assert info["probes"] == out["review"]["verified"]
     assert info["skipped"] == out["review"]["disputed"]

@@ -126,6 +126,7 @@ def leak_check(release: ReleaseOpt, as_json: JsonOpt = False) -> None:
 
 @app.command("export")
 def export(
+    ctx: typer.Context,
     release: ReleaseOpt,
     unverified: Annotated[
         bool,
@@ -141,13 +142,31 @@ def export(
     ground_field: Annotated[
         str, typer.Option("--ground-field", help="Project field for the candidate alias.")
     ] = "candidate",
+    project: Annotated[
+        str | None,
+        typer.Option(
+            "--project",
+            "-p",
+            help="Check the values against this workspace project's "
+            "fields (its [benchmark] read_field / ground_field are used).",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Write import tables (items metadata and labels) for a physics-diagrams project."""
+    """Write import tables (items metadata and labels) for a physics-diagrams project.
+
+    Only decided probes go in (approved directly, after adjudication, or with a corrected
+    target); withheld and undecided ones are left out and counted."""
+    from truthline._cli_common import ws_project
     from truthline.physalign._export import write_import_tables
 
+    proj = ws_project(ctx, project)[1] if project else None
     info = write_import_tables(
-        release, read_field=read_field, ground_field=ground_field, unverified=unverified
+        release,
+        read_field=read_field,
+        ground_field=ground_field,
+        unverified=unverified,
+        project=proj,
     )
 
     def render() -> None:

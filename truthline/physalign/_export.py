@@ -1,7 +1,8 @@
 """Import tables: compiled probes as items of a ``physics-diagrams`` project, targets as labels.
 
-``metadata.csv`` (for ``truthline items import <release>/public/views --media-root
-<release>/public --metadata ...``) has one row per probe: the localized view is the item's
+``metadata.csv`` (for ``truthline items import <release>/import/views --media-root
+<release>/import --metadata ...``; ``import/views`` holds the exported probes' views only)
+has one row per probe: the localized view is the item's
 image, the public inputs the template declares (``probe_type``, ``problem_text``,
 ``question``, ``anchor``, ``candidates`` alias -> ``{"bbox": [x, y, w, h]}`` (and
 ``"polyline"``) in display order, ``label_xy``), the cluster (an opaque group id, never the parent id),
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -49,9 +51,22 @@ def write_import_tables(
     read_field: str = "reading",
     ground_field: str = "candidate",
     unverified: bool = False,
+    project: Any = None,
 ) -> dict[str, Any]:
-    """Write ``<release>/import/metadata.csv`` and ``labels.csv``; returns counts and paths."""
+    """Write ``<release>/import/metadata.csv`` and ``labels.csv``; returns counts and paths.
+
+    Given the target ``project``, its [benchmark] read/ground fields are used and every
+    label value is checked against the field type first (nothing is written on a misfit)."""
     release = Path(release)
+    if project is not None:
+        read_field = project.benchmark.read_field or read_field
+        ground_field = project.benchmark.ground_field or ground_field
+        for f in (read_field, ground_field):
+            if f not in project.field_types:
+                raise TruthlineError(
+                    f"project {project.name!r} has no field {f!r}; declare it or pass the "
+                    "project's reading and candidate fields"
+                )
     public = {p["probe_id"]: p for p in read_jsonl(release / "public" / "probes.jsonl")}
     private = read_jsonl(release / "private" / "targets.jsonl")
     membership = read_json(release / "private" / "membership.json")
@@ -139,6 +154,24 @@ def write_import_tables(
         label_rows.append(_label(key, ground_field, who, role, 2, "review", True))
         if read_t:
             label_rows.append(_label(key, read_field, who, read_t, 2, "review", True))
+    if project is not None:
+        from truthline.errors import FieldValueError
+
+        for r in label_rows:
+            try:
+                project.field_types[r["field"]].normalize(r["value"])
+            except FieldValueError as exc:
+                raise TruthlineError(
+                    f"{release / 'private' / 'targets.jsonl'}: item {r['item']}: field "
+                    f"{r['field']}: {exc.message} (project {project.name!r}); nothing was written"
+                ) from None
+    # the exported probes' views only: a withheld probe's view never becomes an item
+    views = out / "views"
+    if views.is_dir():
+        shutil.rmtree(views)
+    views.mkdir(parents=True)
+    for r in meta_rows:
+        shutil.copyfile(release / "public" / f"{r['key']}.png", out / f"{r['key']}.png")
     _write_csv(out / "metadata.csv", meta_rows)
     _write_csv(out / "labels.csv", label_rows)
     return {
@@ -149,8 +182,8 @@ def write_import_tables(
         "withheld": withheld,
         "pending": pending,
         "verified": not unverified,
-        "media_root": str(release / "public"),
-        "media": str(release / "public" / "views"),
+        "media_root": str(out),
+        "media": str(views),
     }
 
 

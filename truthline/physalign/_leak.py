@@ -39,6 +39,9 @@ PRIVATE_KEYS = frozenset(
 )
 
 
+_TOKEN = re.compile(r"[\w.]+")
+
+
 class LeakError(TruthlineError):
     """A private value reached a public record, file name or prompt."""
 
@@ -99,15 +102,25 @@ def check(
 ) -> None:
     """Raise ``LeakError`` listing every leak (file, probe, field, what leaked)."""
     secrets = _secrets(private, records)
-    pat = _pattern(secrets)
+    # ids and keys made of word characters and dots are looked up token by token (a set);
+    # anything else (a key with a space, say) goes through one regex alternation
+    simple = {k for k in secrets if _TOKEN.fullmatch(k)}
+    pat = _pattern({k: v for k, v in secrets.items() if k not in simple})
     priv_by_id = {p["probe_id"]: p for p in private}
     problems: list[str] = []
 
     def scan(text: str, at: str) -> None:
-        if pat is None:
-            return
-        for m in pat.finditer(text):
-            problems.append(f"{at}: {secrets[m.group(1)]} {m.group(1)!r}")
+        for m in _TOKEN.finditer(text):
+            prefix = ""
+            # the same boundaries as the regex: a secret starts a run of [\w.] and ends at
+            # the run's end or before one of its dots
+            for part in m.group().split("."):
+                prefix = f"{prefix}.{part}" if prefix else part
+                if prefix in simple:
+                    problems.append(f"{at}: {secrets[prefix]} {prefix!r}")
+        if pat is not None:
+            for m in pat.finditer(text):
+                problems.append(f"{at}: {secrets[m.group(1)]} {m.group(1)!r}")
 
     for pub in public:
         pid = pub.get("probe_id", "?")

@@ -18,6 +18,7 @@ pass 4), the compiler's input.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -508,6 +509,10 @@ def pull_passes(client: LSClient, work: Path) -> dict[str, Any]:
         n_disputed += sum(o["review"]["status"] == "disputed" for o in rec["pass4"]["observations"])
         final.append(rec)
     final.sort(key=lambda r: r["parent_id"])
+    for rec in final:  # image paths relative to the pulled file's own folder
+        rec["image"] = dict(
+            rec["image"], path=os.path.relpath(work / rec["image"]["path"], (work / PULLED).parent)
+        )
     write_jsonl(work / PULLED, final)
     out["review"] = {
         "reviewed": len(final),
