@@ -635,6 +635,9 @@ def samples_cmd(
     if as_json:
         emit(recs, True, lambda: None)
         return
+    if not recs:
+        console.print("no samples" + (" match these filters" if flt.query() else ""))
+        return
     table = Table("model", "variant", "condition", "control", "samples", *OUTCOMES)
     groups: dict[tuple, dict[str, int]] = {}
     for r in recs:
