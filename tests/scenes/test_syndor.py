@@ -224,3 +224,41 @@ def test_missing_render_columns_are_named(tmp_path):
 
     with pytest.raises(TruthlineError, match="missing column"):
         sd.make_items(pd.DataFrame([{"render": "x"}]), tmp_path)
+
+
+def test_renders_from_store_reads_one_grid_when_the_store_holds_more(tmp_path):
+    """A store that also holds another grid's frames (or an older env version's): the demo
+    reads only the frames it just rendered."""
+    import io
+
+    from truthline.scenes import FrameRecord, RenderSettings
+    from truthline.scenes._store import FrameStore
+
+    store = FrameStore(tmp_path)
+
+    def png(v: int) -> bytes:
+        buf = io.BytesIO()
+        Image.new("RGB", (8, 6), (v, v, v)).save(buf, format="PNG")
+        return buf.getvalue()
+
+    ids = []
+    for i, res in enumerate((96, 192)):
+        rec = FrameRecord(
+            env="dori", env_version="1",
+            params={"distance_m": 5.4, "lighting": "noon", "pose": "walking", "scene": "field",
+                    "azimuth_deg": 0.0, "elevation_deg": 0.0},
+            seed=0, render=RenderSettings(res_x=res, res_y=res // 2).to_dict(),
+            gt={"present": True, "dori_class": "recognition", "ppm_formula": 186.7},
+            images={"rgb": store.put_image(png(i), "png"), "mask": store.put_image(png(255), "png")},
+            image_ext={"rgb": "png", "mask": "png"},
+        )  # fmt: skip
+        store.save(rec)
+        ids.append(rec.job_id)
+    assert len(sd.renders_from_store(tmp_path)) == 2
+    one = sd.renders_from_store(tmp_path, job_ids=[ids[1]])
+    assert list(one["render"]) == [ids[1]] and one.loc[0, "dori"] == "recognition"
+    assert Path(one.loc[0, "rgb"]).is_file() and one.loc[0, "linear"] is None
+    from truthline.errors import TruthlineError
+
+    with pytest.raises(TruthlineError, match="no 'dori' frame records"):
+        sd.renders_from_store(tmp_path / "empty")
