@@ -57,3 +57,24 @@ def test_sampler_honours_strata_and_is_seeded():
     assert a == b and a["lighting"] == "midnight"
     seen = {env.sample(np.random.default_rng(i))["distance_m"] for i in range(40)}
     assert seen == {5.4, 10.8, 23.0}
+
+
+@pytest.mark.parametrize(
+    ("args", "msg"),
+    [
+        (["--sample", "2", "--grid", "tiny"], "give --grid or --sample, not both"),
+        (["--res", "96by54"], "--res '96by54': give WIDTHxHEIGHT"),
+        (["--engine", "eevee"], "--engine 'eevee': use cycles or workbench"),
+        (["--grid", "huge"], "no grid 'huge' (declared: paper, small, tiny)"),
+    ],
+)
+def test_render_command_rejects_bad_options_in_one_line(tmp_path, args, msg):
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "truthline", "scenes", "render", "dori", "--out", str(tmp_path)]
+    res = subprocess.run([*cmd, *args], capture_output=True, text=True)
+    assert res.returncode == 1, res.stderr
+    lines = [ln for ln in (res.stdout + res.stderr).splitlines() if ln.strip()]
+    assert len(lines) == 1 and msg in lines[0]
+    assert not (tmp_path / "records").exists()

@@ -201,3 +201,20 @@ def test_scenes_venv_ensure_is_a_no_op_when_ready(scenes_env):
     v = scenes_env_mod.ensure(progress=False)
     assert v == scenes_env_mod.venv_dir() and time.perf_counter() - t < 30
     assert not v.with_name(v.name + ".partial").exists()
+
+
+def test_cli_renders_a_sample_and_a_rerun_renders_nothing(tmp_path, scenes_env):
+    import json
+
+    from typer.testing import CliRunner
+
+    from truthline.cli import app
+
+    args = ["scenes", "render", "dori", "--sample", "2", "--seed", "5", "--engine",
+            "workbench", "--res", "96x54", "--out", str(tmp_path), "--json"]  # fmt: skip
+    first = CliRunner().invoke(app, args)
+    assert first.exit_code == 0, first.output
+    assert json.loads(first.stdout)["rendered"] == 2
+    again = json.loads(CliRunner().invoke(app, args).stdout)
+    assert (again["rendered"], again["skipped"]) == (0, 2)
+    assert len(list((tmp_path / "records").glob("*.json"))) == 2

@@ -106,7 +106,14 @@ def _res(value: str | None) -> tuple[int | None, int | None]:
 def render_cmd(
     ctx: typer.Context,
     env_name: Annotated[str, typer.Argument(metavar="ENV", help="Environment, e.g. dori.")],
-    grid: Annotated[str, typer.Option("--grid", help="Declared grid to render.")] = "tiny",
+    grid: Annotated[
+        str | None, typer.Option("--grid", help="Declared grid to render (default: tiny).")
+    ] = None,
+    sample: Annotated[
+        int | None,
+        typer.Option("--sample", min=1, help="Render N frames from the environment's sampler."),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Sampler seed (with --sample).")] = 0,
     out: Annotated[
         Path | None,
         typer.Option("--out", help="Store folder (default: <workspace>/media/scenes/ENV)."),
@@ -134,11 +141,15 @@ def render_cmd(
     ] = 900.0,
     as_json: JsonOpt = False,
 ) -> None:
-    """Render a declared grid into a content-addressed store; a rerun skips finished frames."""
+    """Render a declared grid (or --sample N frames) into a content-addressed store; a rerun
+    skips finished frames."""
+    import numpy as np
+
     from truthline.scenes._render import render
 
     env = get_environment(env_name)
-    g = env.grid(grid)  # type: ignore[attr-defined]
+    if grid and sample:
+        raise SceneError("give --grid or --sample, not both")
     eng = {"cycles": "CYCLES", "workbench": "BLENDER_WORKBENCH"}.get(engine.lower())
     if eng is None:
         raise SceneError(f"--engine {engine!r}: use cycles or workbench")
@@ -154,7 +165,14 @@ def render_cmd(
         denoise=dn[denoise.lower()],  # type: ignore[arg-type]
         exr=exr,
     )
-    params = list(g)[:limit] if limit else list(g)
+    if sample:
+        rng = np.random.default_rng(seed)
+        params = [env.sample(rng) for _ in range(sample)]
+        what = f"sample of {sample} (seed {seed})"
+    else:
+        params = list(env.grid(grid or "tiny"))  # type: ignore[attr-defined]
+        what = f"grid {grid or 'tiny'}"
+    params = params[:limit] if limit else params
     dest = out or workspace(ctx).media_dir / "scenes" / env_name
     n = len(params)
     done = [0]
@@ -191,7 +209,7 @@ def render_cmd(
 
     def show() -> None:
         console.print(
-            f"{env_name}/{grid}: {rep.rendered} rendered, {rep.skipped} already done, "
+            f"{env_name} {what}: {rep.rendered} rendered, {rep.skipped} already done, "
             f"{len(rep.failed)} failed in {rep.seconds:.1f} s → {dest}"
         )
 
