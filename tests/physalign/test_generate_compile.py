@@ -218,3 +218,38 @@ def test_withheld_and_disputed_observations_are_not_compiled(gen_copy: Path, tmp
     assert info["probes"] + info["skipped"] == n_obs
     skipped = read_jsonl(tmp_path / "r" / "private" / "skipped.jsonl")
     assert {"parent": "par001", "obs": "par001.o1", "reason": "review disputed"} in skipped
+
+
+def test_leak_check_renders_the_projects_own_prompts(release: Path, tmp_path: Path):
+    """The benchmark's template, rendered for every exported probe, carries no private value;
+    a template that prints a poisoned metadata cell is caught, naming the probe."""
+    import csv
+
+    from truthline.physalign import write_import_tables
+    from truthline.project import load_project
+    from truthline.workspace import templates_dir
+
+    write_import_tables(release, unverified=True)
+    project = load_project(templates_dir() / "physics-diagrams")
+    info = leak_check_release(release, project=project)
+    assert info["project_prompts"] == info["probes"]
+
+    priv = next(
+        p for p in read_jsonl(release / "private" / "targets.jsonl") if p["eligibility"]["L"]
+    )
+    meta = release / "import" / "metadata.csv"
+    rows = list(csv.DictReader(meta.open(encoding="utf-8")))
+    for r in rows:
+        r["hint"] = priv["targets"]["read"]["text"] if r["key"].endswith(priv["probe_id"]) else ""
+    with meta.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    leaky = tmp_path / "leaky"
+    shutil.copytree(templates_dir() / "physics-diagrams", leaky)
+    with (leaky / "prompts" / "user.md").open("a", encoding="utf-8") as fh:
+        fh.write('\nHint: {{ item.meta.get("hint", "") }}\n')
+    with pytest.raises(
+        LeakError, match=f"benchmark prompt of probe {priv['probe_id']}: the reading target"
+    ):
+        leak_check_release(release, project=load_project(leaky))

@@ -110,11 +110,26 @@ def compile_cmd(
 
 
 @app.command("leak-check")
-def leak_check(release: ReleaseOpt, as_json: JsonOpt = False) -> None:
+def leak_check(
+    ctx: typer.Context,
+    release: ReleaseOpt,
+    project: Annotated[
+        str | None,
+        typer.Option(
+            "--project",
+            "-p",
+            help="Also render this workspace project's prompt for "
+            "every row of RELEASE/import/metadata.csv and check it.",
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
     """Check a release folder: no private value in a public file, file name or rendered prompt."""
+    from truthline._cli_common import ws_project
     from truthline.physalign._leak import leak_check_release
 
-    info = leak_check_release(release)
+    proj = ws_project(ctx, project)[1] if project else None
+    info = leak_check_release(release, project=proj)
     emit(
         info,
         as_json,

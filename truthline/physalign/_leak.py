@@ -99,8 +99,13 @@ def check(
     where: str = "public/probes.jsonl",
     extra_texts: dict[str, str] | None = None,
     file_names: list[str] | None = None,
+    base_prompts: dict[str, str] | None = None,
 ) -> None:
-    """Raise ``LeakError`` listing every leak (file, probe, field, what leaked)."""
+    """Raise ``LeakError`` listing every leak (file, probe, field, what leaked).
+
+    ``base_prompts`` (probe id -> a Base-condition prompt rendered elsewhere, e.g. by the
+    benchmark's template) are scanned for private values and, for a probe with a reading
+    target, for that target."""
     secrets = _secrets(private, records)
     # ids and keys made of word characters and dots are looked up token by token (a set);
     # anything else (a key with a space, say) goes through one regex alternation
@@ -147,6 +152,13 @@ def check(
                     f"{where}: probe {pid}: the reading target {read!r} appears in the base "
                     "input (only the +GT input may carry it)"
                 )
+    for pid, text in (base_prompts or {}).items():
+        at = f"benchmark prompt of probe {pid}"
+        scan(text, at)
+        priv = priv_by_id.get(pid)
+        read = ((priv or {}).get("targets", {}).get("read") or {}).get("text")
+        if priv and read and priv["eligibility"].get("L") and occurs(read, text):
+            problems.append(f"{at}: the reading target {read!r} appears in the Base prompt")
     for name, text in (extra_texts or {}).items():
         scan(text, name)
     for name in file_names or []:
@@ -160,11 +172,33 @@ def check(
         )
 
 
+def project_prompts(release: Path, project: Any) -> dict[str, str]:
+    """Probe id -> the project's own Base prompt for each row of the release's import table
+    (what a model is sent once the probes are imported into ``project``)."""
+    import csv
+
+    from truthline.models._prompt import render_prompt as project_prompt
+
+    meta = Path(release) / "import" / "metadata.csv"
+    if not meta.is_file():
+        raise LeakError(f"{meta}: no import table; run `truthline physalign export` first")
+    out = {}
+    with meta.open(newline="", encoding="utf-8") as fh:
+        for row in csv.DictReader(fh):
+            key = row.pop("key")
+            row.pop("sim_truth", None)
+            item = {"key": key, "meta": row, "media": [f"{key}.png"]}
+            system, user = project_prompt(project, item)
+            out[key.rsplit("/", 1)[-1]] = f"{system or ''}\n{user}"
+    return out
+
+
 def leak_check_release(
     release: Any,
     records: list[dict[str, Any]] | None = None,
     *,
     extra_texts: dict[str, str] | None = None,
+    project: Any = None,
 ) -> dict[str, Any]:
     """Check a compiled ``Release`` in memory (with its annotation ``records``) or a release
     folder (public files and their names, rendered prompts); returns what was checked."""
@@ -190,6 +224,7 @@ def leak_check_release(
     for p in files:  # every other public text file is scanned whole
         if p.suffix in (".json", ".jsonl", ".csv", ".md", ".txt") and p.name != "probes.jsonl":
             texts[str(p)] = p.read_text(encoding="utf-8", errors="replace")
+    prompts = project_prompts(root, project) if project is not None else None
     check(
         public,
         private,
@@ -197,5 +232,11 @@ def leak_check_release(
         where=str(pub_dir / "probes.jsonl"),
         extra_texts=texts,
         file_names=names,
+        base_prompts=prompts,
     )
-    return {"probes": len(public), "files": len(names), "texts": len(texts)}
+    return {
+        "probes": len(public),
+        "files": len(names),
+        "texts": len(texts),
+        "project_prompts": len(prompts or {}),
+    }
