@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import itertools
 import json
 import math
 import random
@@ -26,6 +25,8 @@ from typing import Any
 from truthline._registry import Registry
 from truthline.benchmark._scoring import leaf_of
 from truthline.errors import TruthlineError
+from truthline.physalign._nearest import MARGIN_PX, view_distance
+from truthline.physalign._nearest import RULE as NEAREST_VERSION
 
 RuleFn = Callable[[Any, dict[str, Any]], dict[str, Any]]
 _RULES: Registry[RuleFn] = Registry("rule")
@@ -168,8 +169,10 @@ def _random(request: Any, support: dict[str, Any]) -> dict[str, Any]:
 
 
 # -- the frozen nearest-region rule (PHYSALIGN.md §9) --------------------------------------
-NEAREST_RULE = "nearest-region/v1"
-"""Version of the geometry below; recorded in run manifests."""
+# one home for the frozen geometry: truthline.physalign's release-time rule (H, H_hard);
+# the adapter below reads it off a benchmark item's typed public inputs
+NEAREST_RULE = NEAREST_VERSION
+"""Version of the geometry; recorded in run manifests."""
 
 
 @dataclass(frozen=True)
@@ -218,29 +221,7 @@ def candidate_views(cand: Any) -> list[dict[str, Any]]:
     raise ValueError(f"candidate region {cand!r} is neither a view, a box nor a point")
 
 
-def _seg_dist(p: tuple[float, float], a: Sequence[float], b: Sequence[float]) -> float:
-    ax, ay, bx, by = float(a[0]), float(a[1]), float(b[0]), float(b[1])
-    dx, dy = bx - ax, by - ay
-    L = dx * dx + dy * dy
-    t = 0.0 if L == 0 else max(0.0, min(1.0, ((p[0] - ax) * dx + (p[1] - ay) * dy) / L))
-    return math.dist(p, (ax + t * dx, ay + t * dy))
-
-
-def view_distance(p: tuple[float, float], view: Mapping[str, Any]) -> float:
-    """Point-to-geometry distance: to the polyline's segments when the view has one, else
-    to the bbox rectangle (0 inside)."""
-    poly = view.get("polyline")
-    if poly:
-        if len(poly) == 1:
-            return math.dist(p, (float(poly[0][0]), float(poly[0][1])))
-        return min(_seg_dist(p, a, b) for a, b in itertools.pairwise(poly))
-    x, y, w, h = (float(v) for v in view["bbox"])
-    dx = max(x - p[0], 0.0, p[0] - (x + w))
-    dy = max(y - p[1], 0.0, p[1] - (y + h))
-    return math.hypot(dx, dy)
-
-
-def nearest_region(meta: Mapping[str, Any], margin: float = 1.0) -> Nearest:
+def nearest_region(meta: Mapping[str, Any], margin: float = MARGIN_PX) -> Nearest:
     """The frozen nearest-region rule on an item's typed public inputs (``anchor`` or
     ``label_xy``, and ``candidates`` as an id -> region map or a list of ``{alias, ...}``)."""
     at = anchor_point(meta)

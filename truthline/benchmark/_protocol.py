@@ -277,7 +277,7 @@ def _probe_protocol(v: RunScored) -> dict[str, Any]:
         "models": models,
         "manifest": {
             "nearest_rule": NEAREST_RULE,
-            "aggregation": "balanced: parents within probe type, types equal (PHYSALIGN §7.2)",
+            "aggregation": "balanced: parents equal within a probe type, probe types equal",
             "type_column": _type_col(v),
             "bootstrap": {"resamples": v.rs.resamples, "seed": v.rs.seed, "unit": "parent"},
         },

@@ -390,7 +390,7 @@ def run_benchmark(
             raise TruthlineError(
                 "--condition gt: no item has an admissible +GT input ("
                 + ", ".join(f"{k}: {len(v)}" for k, v in sorted(excluded.items()))
-                + "); see PHYSALIGN.md §5"
+                + "): only a verified reading of the probe's own image anchor can be given"
             )
     run_id = cfg.run_id or default_run_id(project, gold, cfg)
     manifest = _open_run(store, project, run_id, gold, cfg, targets)
