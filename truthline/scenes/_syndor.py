@@ -41,6 +41,7 @@ __all__ = [
     "CONDITIONS",
     "FEATURE_COLUMNS",
     "THRESHOLD",
+    "dashboard_section",
     "fan_out",
     "fit_and_propagate",
     "import_benchmark",
@@ -942,3 +943,35 @@ def report_sections(ctx: Any) -> list[Any]:
             )
         )
     return out
+
+
+def dashboard_section(ctx: Any, run_ids: Sequence[str]) -> None:
+    """The SynDORBench tables on the dashboard's Benchmark page (nothing unless the runs'
+    items are rendered DORI frames)."""
+    import tempfile
+
+    import streamlit as st
+
+    from truthline.benchmark import load_run
+
+    parts = [load_run(ctx.store, rid, ctx.project).decisions for rid in run_ids]
+    parts = [p for p in parts if _is_syndor(p)]
+    if not parts:
+        return
+    t = syndor_tables(pd.concat(parts, ignore_index=True), action=False)
+    rows = table_rows(t)
+    thr = f"{100 * t['threshold_value']:.0f}%"
+    st.header("SynDORBench")
+    st.caption(
+        "Presence accuracy / macro-F1 (%) per DORI distance and per lighting condition × "
+        "distance; presence gold = in frame AND discernible (human or model-propagated)."
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        fig = plot_by_condition(t, Path(tmp) / "syndorbench.png")
+    st.image(fig.data, caption=f"accuracy vs distance; dashed: the {thr} operational threshold")
+    st.subheader("By distance")
+    st.dataframe(pd.DataFrame(rows["by_distance"]), hide_index=True)
+    st.subheader("By lighting condition × distance")
+    st.dataframe(pd.DataFrame(rows["by_condition"]), hide_index=True)
+    st.subheader(f"{thr} operational threshold")
+    st.dataframe(pd.DataFrame(rows["threshold"]), hide_index=True)
