@@ -371,3 +371,8 @@ def _f2(s: Scored) -> dict[str, Any]:
 @metric("drs")
 def _drs(s: Scored) -> dict[str, Any]:  # computed in compute_metrics from the others
     return compute_metrics(s, ["drs"])["drs"]
+
+
+# RealityBench conditional scoring registers "conditional", "acceptability_documentation_rank"
+# and "rendering_transfer" (it imports this module, so it loads last).
+from truthline.benchmark import _conditional as _conditional  # noqa: E402

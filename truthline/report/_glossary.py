@@ -325,6 +325,25 @@ _ENTRIES: list[tuple[str, str, str]] = [
         "gold that started from a VLM flatters a model (an audit of the gold, not of the "
         "annotators).",
     ),
+    (
+        "conditional",
+        "conditional documentation",
+        "RealityBench scoring: documentation answers scored only on frames the acceptability "
+        "scorer accepts (tolerances and set matching from the field types; 'any named part "
+        "counts' fields right on any overlap), acceptability F1 and false accepts on the rest.",
+    ),
+    (
+        "acceptability_documentation_rank",
+        "acceptability vs documentation rank",
+        "Kendall's tau between models' acceptability F1 and their documentation score on "
+        "accepted frames, with a paired bootstrap CI over items.",
+    ),
+    (
+        "rendering_transfer",
+        "rendering transfer",
+        "Kendall's tau between models' documentation scores on two renderings of the same "
+        "scenes (item metadata 'rendering'), paired bootstrap CI over scenes.",
+    ),
 ]
 
 GLOSSARY: dict[str, Term] = {n: Term(n, label, d) for n, label, d in _ENTRIES}

@@ -1,0 +1,447 @@
+"""Conditional scoring as RealityBench does it (seeds/000_676627df3ee1361f.txt, §6-7, App. D).
+
+Each frame carries the acceptability scorer's verdict as the gold of the ``acceptable``
+field. Documentation questions count only on frames the scorer accepts (a rejected frame
+may not show what is asked); the acceptability answers count on every frame, and the
+false accepts (the model accepts a frame the scorer rejects) are counted on the rest.
+Tolerances (1/8 in, 1/4 in, 0.2 deg) and set matching come from the field types at
+scoring time; a field where "any named part counts" is right when the answer names at
+least one gold element (a non-empty overlap, Jaccard credit > 0). Rankings: Kendall's tau
+between models' acceptability F1 and documentation score, and between their scores on two
+renderings of the same scenes, each with a bootstrap CI over items (clusters) on one
+shared draw, so the models' scores move together in every resample.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from truthline.benchmark import _metrics as M
+from truthline.benchmark._registry import RunScored, Scored, metric
+from truthline.fields import MultiChoice
+from truthline.stats import CI, design, draw, percentile_ci, proportion_ci
+
+ACCEPT_FIELD = "acceptable"
+ANY_MATCH_DEFAULT = ("visible_face",)
+"""Multi-choice fields scored "any named part counts" when the project declares none
+(``[benchmark] any_match`` once the project model has it; see the module docstring)."""
+RENDERING_COLUMN = "rendering"
+"""Item metadata column naming the rendering of a frame (two renderings: rank transfer)."""
+
+
+def any_match_fields(project: Any) -> set[str]:
+    declared = getattr(project.benchmark, "any_match", None)
+    names = declared if declared is not None else ANY_MATCH_DEFAULT
+    return {n for n in names if isinstance(project.field_types.get(n), MultiChoice)}
+
+
+def doc_correct(d: pd.DataFrame, any_fields: set[str]) -> np.ndarray:
+    """Correctness per decision, with "any named part counts" for ``any_fields``."""
+    c = d["correct"].astype(float).to_numpy().copy()
+    if any_fields and len(d):
+        m = d["field"].isin(any_fields).to_numpy()
+        c[m] = (d.loc[m, "credit"].astype(float).to_numpy() > 0).astype(float)
+    return c
+
+
+def verdicts(d: pd.DataFrame, accept_field: str = ACCEPT_FIELD) -> dict[str, bool]:
+    """Item -> the scorer's verdict (the gold of the acceptability field)."""
+    rows = d[d["field"] == accept_field]
+    return {
+        str(i): bool(g) for i, g in zip(rows["item_id"], rows["gold"], strict=True) if g is not None
+    }
+
+
+def environment_of(d: pd.DataFrame, column: str | None) -> pd.Series:
+    if column and "meta" in d:
+        return d["meta"].map(lambda m: str((m or {}).get(column, "")))
+    if "stratum" in d and d["stratum"].notna().any():
+        return d["stratum"].fillna("").astype(str)
+    return pd.Series(["all"] * len(d), index=d.index)
+
+
+def conditional_scores(
+    s: Scored,
+    *,
+    accept_field: str = ACCEPT_FIELD,
+    boot: Callable[[pd.DataFrame], dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """One model's conditional scores: documentation on accepted frames (and, for the
+    paper's gap analysis, on rejected ones), acceptability precision/recall/F1 with the
+    false-accept and miss rates, per field and per environment, with item counts."""
+    d = s.decisions
+    boot = boot or s.boot_args
+    if not len(d):
+        return {"value": None, "note": "no decisions"}
+    ok = verdicts(d, accept_field)
+    if not ok:
+        return {"value": None, "note": f"no gold for the acceptability field {accept_field!r}"}
+    any_fields = any_match_fields(s.project)
+    targets = [t for t in (s.settings.target_fields or []) if t != accept_field]
+    doc = d[d["field"] != accept_field]
+    if targets:
+        doc = doc[
+            doc["field"].isin(targets) | doc["field"].map(lambda f: f.split(".")[0] in targets)
+        ]
+    doc = doc.assign(c=doc_correct(doc, any_fields), frame_ok=doc["item_id"].astype(str).map(ok))
+    no_verdict = int(doc["frame_ok"].isna().sum())
+    doc = doc[doc["frame_ok"].notna()]
+    on_acc, on_rej = doc[doc["frame_ok"].astype(bool)], doc[~doc["frame_ok"].astype(bool)]
+    acc_rows = d[d["field"] == accept_field]
+    env_col = s.settings.environment
+
+    def score(rows: pd.DataFrame) -> CI | None:
+        return M.accuracy(rows["c"], **boot(rows)) if len(rows) else None
+
+    def acceptability(rows: pd.DataFrame) -> dict[str, Any] | None:
+        if not len(rows):
+            return None
+        return M.binary_scores(rows["gold"].tolist(), rows["pred"].tolist(), **boot(rows))
+
+    by_field = {
+        str(f): {"score": score(g), "n": len(g), "items": int(g["item_id"].nunique())}
+        for f, g in on_acc.groupby("field")
+    }
+    by_env: dict[str, Any] = {}
+    env_doc = environment_of(on_acc, env_col)
+    env_acc = environment_of(acc_rows, env_col)
+    for e in sorted(set(env_acc)):
+        a = acc_rows[env_acc == e]
+        g = on_acc[env_doc == e]
+        bs = acceptability(a)
+        rejected = a[~a["gold"].astype(bool)]
+        fa = int(sum(bool(p) for p in rejected["pred"] if p is not None))
+        by_env[e] = {
+            "frames": int(a["item_id"].nunique()),
+            "acceptable_frames": int(a["gold"].astype(bool).sum()),
+            "documentation": score(g),
+            "documentation_n": len(g),
+            "f1": bs["f1"] if bs else None,
+            "false_accepts": fa,
+            "rejected_frames": len(rejected),
+            "false_accept_rate": proportion_ci(fa, len(rejected)) if len(rejected) else None,
+        }
+    bs = acceptability(acc_rows)
+    rejected = acc_rows[~acc_rows["gold"].astype(bool)]
+    fa = int(sum(bool(p) for p in rejected["pred"] if p is not None))
+    doc_acc = score(on_acc)
+    return {
+        "value": doc_acc,
+        "documentation_on_acceptable": doc_acc,
+        "documentation_on_rejected": score(on_rej),
+        "acceptability": bs,
+        "false_accepts": {"n": fa, "of_rejected": len(rejected)},
+        "frames": {
+            "acceptable": sum(ok.values()),
+            "rejected": sum(not v for v in ok.values()),
+            "documentation_without_verdict": no_verdict,
+        },
+        "any_match_fields": sorted(any_fields),
+        "by_field": by_field,
+        "by_environment": by_env,
+    }
+
+
+@metric("conditional")
+def _conditional(s: Scored) -> dict[str, Any]:
+    """Documentation on scorer-acceptable frames; false accepts on the rest (RealityBench)."""
+    return conditional_scores(s)
+
+
+# -- rankings with CIs ------------------------------------------------------------------------
+def _per_item(d: pd.DataFrame, items: list[str], col: np.ndarray) -> np.ndarray:
+    idx = pd.Index(items).get_indexer(d["item_id"].astype(str))
+    return np.bincount(idx, weights=col, minlength=len(items))
+
+
+def kendall_ci(
+    a: np.ndarray,
+    b: np.ndarray,
+    *,
+    boot_a: np.ndarray | None,
+    boot_b: np.ndarray | None,
+    level: float = 0.95,
+    seed: int = 0,
+    n: int = 0,
+    scheme: str = "item",
+) -> CI:
+    """Kendall's tau-b between two score vectors over models, with the percentile interval
+    of its values on paired bootstrap replicates (rows of ``boot_a``/``boot_b``)."""
+    from scipy.stats import kendalltau
+
+    point = float(kendalltau(a, b).statistic)
+    if boot_a is None or boot_b is None or not len(boot_a):
+        return CI(point, float("nan"), float("nan"), 0, seed, n=n, scheme=scheme)
+    vals = np.array([kendalltau(x, y).statistic for x, y in zip(boot_a, boot_b, strict=True)])
+    return percentile_ci(point, vals, level=level, seed=seed, scheme=scheme, n=n)
+
+
+def _scores_over(
+    v: RunScored, labels: list[str], item_filter: Callable[[pd.DataFrame], pd.Series] | None = None
+) -> tuple[list[str], dict[str, dict[str, np.ndarray]], pd.DataFrame]:
+    """Per model and item: documentation (correct, n) on accepted frames and acceptability
+    counts (tp, fp, fn), over the items every model has."""
+    per: dict[str, pd.DataFrame] = {}
+    for lab in labels:
+        d = v.entries[lab].decisions
+        if item_filter is not None and len(d):
+            d = d[item_filter(d)]
+        per[lab] = d
+    common = None
+    for d in per.values():
+        ids = set(d["item_id"].astype(str))
+        common = ids if common is None else common & ids
+    items = sorted(common or [])
+    out: dict[str, dict[str, np.ndarray]] = {}
+    meta = pd.DataFrame()
+    for lab, d in per.items():
+        d = d[d["item_id"].astype(str).isin(items)]
+        s = v.entries[lab]
+        ok = verdicts(d)
+        accepted = d["item_id"].astype(str).map(lambda i, ok=ok: ok.get(i, False))
+        anyf = any_match_fields(s.project)
+        doc = d[(d["field"] != ACCEPT_FIELD) & accepted]
+        acc = d[d["field"] == ACCEPT_FIELD]
+        g = acc["gold"].astype(bool).to_numpy()
+        p = np.array(
+            [bool(x) if x is not None else (not gg) for x, gg in zip(acc["pred"], g, strict=True)]
+        )
+        out[lab] = {
+            "doc_c": _per_item(doc, items, doc_correct(doc, anyf)),
+            "doc_n": _per_item(doc, items, np.ones(len(doc))),
+            "tp": _per_item(acc, items, (g & p).astype(float)),
+            "fp": _per_item(acc, items, (~g & p).astype(float)),
+            "fn": _per_item(acc, items, (g & ~p).astype(float)),
+        }
+        if meta.empty and len(d):
+            meta = d.drop_duplicates("item_id").set_index(
+                d.drop_duplicates("item_id")["item_id"].astype(str)
+            )
+    return items, out, meta
+
+
+def _design_of(
+    v: RunScored, items: list[str], meta: pd.DataFrame
+) -> tuple[list[Any] | None, list[Any] | None]:
+    if meta.empty:
+        return None, None
+    m = meta.reindex(items)
+    clusters = (
+        m["parent"].fillna(pd.Series(items, index=m.index)).astype(str).tolist()
+        if "parent" in m and m["parent"].notna().any()
+        else None
+    )
+    strata = (
+        m["stratum"].fillna("").astype(str).tolist()
+        if "stratum" in m and m["stratum"].notna().any()
+        else None
+    )
+    if clusters is not None and strata is not None:
+        frame = pd.DataFrame({"c": clusters, "s": strata})
+        if (frame.groupby("c")["s"].nunique() > 1).any():
+            strata = None
+    return clusters, strata
+
+
+def _draw(
+    v: RunScored, n: int, clusters: list[Any] | None, strata: list[Any] | None
+) -> np.ndarray | None:
+    if not v.rs.resamples or not n:
+        return None
+    d = design(n, clusters, strata)
+    cl, st = d.resampling(clusters, strata)
+    return draw(n, v.rs.resamples, v.rs.seed, clusters=cl, strata=st).astype(float)
+
+
+def _doc(x: Mapping[str, np.ndarray], W: np.ndarray | None = None) -> Any:
+    if W is None:
+        return x["doc_c"].sum() / x["doc_n"].sum() if x["doc_n"].sum() else np.nan
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (W @ x["doc_c"]) / (W @ x["doc_n"])
+
+
+def _f1(x: Mapping[str, np.ndarray], W: np.ndarray | None = None) -> Any:
+    tp, fp, fn = (x[k] if W is None else W @ x[k] for k in ("tp", "fp", "fn"))
+    tp, fp, fn = (np.sum(t) if W is None else t for t in (tp, fp, fn))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return 2 * tp / (2 * tp + fp + fn)
+
+
+def acceptability_documentation_rank(v: RunScored) -> dict[str, Any]:
+    """Kendall's tau between models' acceptability F1 and their documentation score on
+    accepted frames (the paper's two tracks), with a paired bootstrap CI over items."""
+    labels = v.models()
+    if len(labels) < 3:
+        return {"value": None, "note": f"needs at least 3 models, got {len(labels)}"}
+    items, x, meta = _scores_over(v, labels)
+    cl, st = _design_of(v, items, meta)
+    W = _draw(v, len(items), cl, st)
+    f1 = np.array([_f1(x[m]) for m in labels])
+    doc = np.array([_doc(x[m]) for m in labels])
+    bf = np.column_stack([_f1(x[m], W) for m in labels]) if W is not None else None
+    bd = np.column_stack([_doc(x[m], W) for m in labels]) if W is not None else None
+    tau = kendall_ci(
+        f1,
+        doc,
+        boot_a=bf,
+        boot_b=bd,
+        level=v.rs.level,
+        seed=v.rs.seed,
+        n=len(items),
+        scheme="cluster" if cl else "item",
+    )
+    return {
+        "value": tau,
+        "models": labels,
+        "acceptability_f1": dict(zip(labels, f1.tolist(), strict=True)),
+        "documentation": dict(zip(labels, doc.tolist(), strict=True)),
+        "items": len(items),
+    }
+
+
+def rendering_transfer(v: RunScored, column: str = RENDERING_COLUMN) -> dict[str, Any]:
+    """Kendall's tau between models' documentation scores (on accepted frames) on two
+    renderings of the same scenes (item metadata ``column``: e.g. spp16 vs spp4, or with
+    and without camera effects), paired by scene: one bootstrap draw over scenes feeds both
+    renderings' scores. Also the tau of acceptability F1 across the two renderings."""
+    labels = v.models()
+    if len(labels) < 3:
+        return {"value": None, "note": f"needs at least 3 models, got {len(labels)}"}
+    d0 = v.entries[labels[0]].decisions
+    names = sorted({str((m or {}).get(column, "")) for m in d0.get("meta", [])} - {""})
+    if len(names) != 2:
+        return {
+            "value": None,
+            "note": f"metadata column {column!r} must name two renderings, found {names}",
+        }
+    sides = []
+    for name in names:
+
+        def on(d: pd.DataFrame, n: str = name) -> pd.Series:
+            return d["meta"].map(lambda m: str((m or {}).get(column, ""))) == n
+
+        items, x, meta = _scores_over(v, labels, on)
+        scene = (
+            meta.reindex(items)["parent"].fillna("").astype(str).tolist()
+            if "parent" in meta
+            else items
+        )
+        sides.append((items, x, scene))
+    scenes = sorted(set(sides[0][2]) & set(sides[1][2]))
+    if len(scenes) < 2:
+        return {"value": None, "note": "the two renderings share fewer than 2 scenes (item parent)"}
+    Ws = None
+    if v.rs.resamples:
+        Ws = draw(len(scenes), v.rs.resamples, v.rs.seed).astype(float)
+    out: dict[str, Any] = {"renderings": names, "scenes": len(scenes), "models": labels}
+    vecs: dict[str, dict[str, Any]] = {}
+    for (_items, x, scene), name in zip(sides, names, strict=True):
+        pos = pd.Index(scenes).get_indexer(scene)
+        keep = pos >= 0
+        # items -> scenes: a scene's resample count applies to each of its items
+        Wi = None if Ws is None else Ws[:, pos[keep]]
+        sub = {m: {k: arr[keep] for k, arr in x[m].items()} for m in labels}
+        vecs[name] = {
+            "doc": np.array([_doc(sub[m]) for m in labels]),
+            "f1": np.array([_f1(sub[m]) for m in labels]),
+            "boot_doc": None if Wi is None else np.column_stack([_doc(sub[m], Wi) for m in labels]),
+            "boot_f1": None if Wi is None else np.column_stack([_f1(sub[m], Wi) for m in labels]),
+        }
+        out[f"documentation[{name}]"] = dict(zip(labels, vecs[name]["doc"].tolist(), strict=True))
+    a, b = vecs[names[0]], vecs[names[1]]
+    out["value"] = kendall_ci(
+        a["doc"],
+        b["doc"],
+        boot_a=a["boot_doc"],
+        boot_b=b["boot_doc"],
+        level=v.rs.level,
+        seed=v.rs.seed,
+        n=len(scenes),
+        scheme="cluster",
+    )
+    out["acceptability_f1_tau"] = kendall_ci(
+        a["f1"],
+        b["f1"],
+        boot_a=a["boot_f1"],
+        boot_b=b["boot_f1"],
+        level=v.rs.level,
+        seed=v.rs.seed,
+        n=len(scenes),
+        scheme="cluster",
+    )
+    return out
+
+
+@metric("acceptability_documentation_rank", across=True)
+def _acc_doc_rank(v: RunScored) -> dict[str, Any]:
+    return acceptability_documentation_rank(v)
+
+
+@metric("rendering_transfer", across=True)
+def _rendering_transfer(v: RunScored) -> dict[str, Any]:
+    return rendering_transfer(v)
+
+
+# -- human baseline rows ----------------------------------------------------------------------
+def human_baseline(
+    ratings: pd.DataFrame,
+    scorer: Mapping[str, bool],
+    *,
+    environment: Mapping[str, str] | None = None,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """Each human rater as a row beside the models: their acceptability verdicts (long
+    table: item, rater, acceptable; skips allowed) scored against the scorer, F1 with CI,
+    false-accept and miss rates, per environment too; plus the raters' majority."""
+    rows: list[dict[str, Any]] = []
+    r = ratings.dropna(subset=["acceptable"])
+    r = r[r["item"].astype(str).isin(scorer)]
+
+    def one(name: str, items: Sequence[str], verdict: Sequence[bool]) -> dict[str, Any]:
+        gold = [scorer[str(i)] for i in items]
+        envs = [environment.get(str(i), "") for i in items] if environment else None
+        bs = M.binary_scores(
+            gold, list(verdict), units=list(items), rs=M.Resampling(resamples, seed)
+        )
+        row = {
+            "rater": name,
+            "frames": len(items),
+            **{k: bs[k] for k in ("f1", "precision", "recall", "false_accept_rate", "miss_rate")},
+            "counts": bs["counts"],
+        }
+        if envs:
+            row["by_environment"] = {}
+            for e in sorted(set(envs)):
+                idx = [k for k, x in enumerate(envs) if x == e]
+                be = M.binary_scores(
+                    [gold[k] for k in idx],
+                    [verdict[k] for k in idx],
+                    units=[items[k] for k in idx],
+                    rs=M.Resampling(resamples, seed),
+                )
+                row["by_environment"][e] = {
+                    "f1": be["f1"],
+                    "false_accept_rate": be["false_accept_rate"],
+                    "frames": len(idx),
+                }
+        return row
+
+    for rater, g in r.groupby("rater"):
+        rows.append(
+            one(str(rater), g["item"].astype(str).tolist(), g["acceptable"].astype(bool).tolist())
+        )
+    maj_items, maj = [], []
+    for item, g in r.groupby("item"):
+        yes = int(g["acceptable"].astype(bool).sum())
+        no = len(g) - yes
+        if yes != no:
+            maj_items.append(str(item))
+            maj.append(yes > no)
+    if maj_items:
+        rows.append(one("raters' majority", maj_items, maj))
+    return rows
