@@ -134,8 +134,33 @@ def test_gt_runs_on_the_shipped_template_with_admissibility_and_transitions(phys
     assert {keys[r.item_id] for r in gt_rows}.isdisjoint({SINGLE, ROLE, LEAK})
     # the reading is given, so +GT rows are scored on the grounding only
     assert all({d["field"] for d in r.scores["decisions"]} == {"candidate"} for r in gt_rows)
-    pm = across_metrics(ws.store, project, "gt1", names=["probe_protocol"])
-    pm = pm["metrics"]["probe_protocol"]["models"]["openai:vlm"]["P_m"]
+    proto = across_metrics(ws.store, project, "gt1", names=["probe_protocol"])
+    proto = proto["metrics"]["probe_protocol"]["models"]["openai:vlm"]
+    # by hand (the stub answers reading "M", candidate E2 at Base): T03-image per parent
+    # 1/3 right, T03-text (gold E2) all right -> balanced (1/3 + 1) / 2, not micro 8/16
+    assert proto["G"]["GAcc"]["point"] == pytest.approx(2 / 3)
+    assert proto["G"]["coverage"] == {
+        "N": 16,
+        "n": 16,
+        "scored": 16,
+        "model_failure": 0,
+        "error": 0,
+        "infra_missing": 0,
+    }
+    # L: "M" is right on E3 labels except p1 (gold "E3"): C per parent 1/3, 0, 1/3, 1/3
+    L = proto["L"]
+    assert L["CAcc"]["point"] == pytest.approx(0.25) and L["JAcc"]["point"] == 0
+    assert L["C+G-"]["point"] == pytest.approx(0.25) and L["P(G|C)"]["point"] == 0
+    cells = ("JAcc", "C+G-", "C-G+", "C-G-")
+    assert sum(L[c]["point"] for c in cells) == pytest.approx(1.0)
+    # H: the 12 image probes; the rule misses only p3_E3 (its label is nearer E2)
+    assert proto["H"]["nearest"]["n"] == 12
+    assert proto["H"]["nearest"]["point"] == pytest.approx((3 + 2 / 3) / 4)
+    assert proto["H"]["model"]["point"] == pytest.approx(1 / 3)
+    assert proto["H"]["random"]["point"] == pytest.approx(1 / 3)
+    hard = proto["H_hard"]
+    assert hard["model"]["n"] == 1 and hard["model-random"]["point"] == pytest.approx(-1 / 3)
+    pm = proto["P_m"]
     # stub: E2 at Base, E1 under +GT -> repairs = gold E1, harms = gold E2 on P_m
     pkeys = {keys[r.item_id] for r in gt_rows}
     gold = [truth[k]["candidate"] for k in pkeys]
@@ -225,6 +250,16 @@ def test_nearest_region_gets_typed_inputs_and_scores_the_same_under_reorder(phys
     assert {k: d["correct"] for k, d in got["reorder"].items()} == {
         k: d["correct"] for k, d in base.items()
     }
+    run_benchmark(ws.store, project, RunConfig(["rule:majority"], run_id="rule1"), progress=False)
+    pp = across_metrics(ws.store, project, "rule1", names=["probe_protocol"])
+    pp = pp["metrics"]["probe_protocol"]
+    ctl = pp["models"]["rule:nearest-region"]["controls"]["reorder"]
+    assert ctl["N"] == 16 and ctl["delta"]["point"] == 0
+    assert ctl["counts"] == {"changed_right_to_wrong": 0, "changed_wrong_to_right": 0}
+    (pair,) = pp["pairs"]
+    assert {pair["model_a"], pair["model_b"]} == {"rule:nearest-region", "rule:majority"}
+    assert pair["N"] == 16
+    assert pair["a-b"]["point"] == pytest.approx(pair["a"]["point"] - pair["b"]["point"])
 
 
 def test_a_rule_that_raises_is_an_error_of_its_item_naming_the_exception(physics):

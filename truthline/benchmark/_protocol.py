@@ -257,6 +257,33 @@ def _model(v: RunScored, conds: dict[tuple[str, str], str], n: int) -> dict[str,
     return out
 
 
+def _pairs(v: RunScored) -> list[dict[str, Any]]:
+    """Model A - model B grounding on the probes both answered (Base, no control), with
+    one parent draw serving both terms (§8)."""
+    base = {
+        model + (f"|{variant}" if variant else ""): conds[("base", "")]
+        for (model, variant), conds in _entries(v).items()
+        if ("base", "") in conds
+    }
+    labels = list(base)
+    out = []
+    for i, a in enumerate(labels):
+        for b in labels[i + 1 :]:
+            ra = _items(v, base[a])
+            rb = _items(v, base[b])[["item_id", "G"]].rename(columns={"G": "Gb"})
+            S = ra.merge(rb, on="item_id")
+            if not len(S):
+                continue
+            res = _ci(
+                v,
+                S,
+                {"a": S["G"].to_numpy(), "b": S["Gb"].to_numpy()},
+                lambda x: {"a-b": x["a"] - x["b"]},
+            )
+            out.append({"model_a": a, "model_b": b, "N": len(S), **res})
+    return out
+
+
 @metric("probe_protocol", across=True)
 def _probe_protocol(v: RunScored) -> dict[str, Any]:
     """PHYSALIGN.md §13 per model: G (coverage, GAcc), L (CAcc, JAcc, the four cells,
@@ -275,6 +302,7 @@ def _probe_protocol(v: RunScored) -> dict[str, Any]:
     return {
         "value": None,
         "models": models,
+        "pairs": _pairs(v),
         "manifest": {
             "nearest_rule": NEAREST_RULE,
             "aggregation": "balanced: parents equal within a probe type, probe types equal",
