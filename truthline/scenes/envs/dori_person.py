@@ -138,7 +138,7 @@ class DoriPerson(BaseEnvironment):
     """SynDORBench-style human presence / action frames at DORI-calibrated distances."""
 
     name = "dori"
-    version = "2"
+    version = "3"
     grids = GRIDS
     spec: CameraSpec = _camera.PAPER_CAMERA
 
