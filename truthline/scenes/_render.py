@@ -202,7 +202,14 @@ def _ray_results(
     actors = [actor_cls.remote(timeout_s, threads) for _ in range(workers)]  # type: ignore[attr-defined]
     try:
         pool = ActorPool(actors)
-        yield from pool.map_unordered(lambda a, p: a.run.remote(p), payloads)
+        try:
+            yield from pool.map_unordered(lambda a, p: a.run.remote(p), payloads)
+        except ray.exceptions.RayError as exc:  # an actor died or its call raised
+            first = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+            raise SceneError(
+                f"a Ray render worker failed ({type(exc).__name__}: {first}); the frames "
+                "finished so far are stored, rerun the same command to resume"
+            ) from exc
     finally:
         for a in actors:
             with contextlib.suppress(Exception):  # a dead actor has nothing left to close
