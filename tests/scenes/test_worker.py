@@ -169,7 +169,7 @@ def test_ray_fan_out_renders_the_same_frames(tmp_path, scenes_env):
         assert (rep.rendered, rep.failed) == (2, [])
         assert {r.gt["present"] for r in rep.records} == {True, False}
         # a call that raises inside an actor is one clear error, not a Ray traceback
-        with pytest.raises(SceneError, match="a Ray render worker failed .*rerun"):
+        with pytest.raises(SceneError, match=r"a Ray render worker failed .*rerun"):
             list(_ray_results([{"op": "render"}], 1, None, 60))
     finally:
         ray.shutdown()
