@@ -80,6 +80,11 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
         "app",
         "Rendered scenes: Blender environments, declared grids, rendering over workers.",
     ),
+    "syndor": (
+        "truthline.scenes._syndor_cli",
+        "app",
+        "SynDORBench on rendered DORI frames: night vision, discernibility labels, gold, tables.",
+    ),
     "physalign": (
         "truthline.physalign._cli",
         "app",

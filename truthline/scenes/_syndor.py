@@ -975,3 +975,30 @@ def dashboard_section(ctx: Any, run_ids: Sequence[str]) -> None:
     st.dataframe(pd.DataFrame(rows["by_condition"]), hide_index=True)
     st.subheader(f"{thr} operational threshold")
     st.dataframe(pd.DataFrame(rows["threshold"]), hide_index=True)
+
+
+# -- persistence between CLI steps ------------------------------------------------------------
+def items_dir(ws: Any) -> Path:
+    """Where a workspace keeps the SynDORBench item images and tables."""
+    return Path(ws.root) / "scenes" / "dori-items"
+
+
+def save_items(items: pd.DataFrame, path: Path) -> Path:
+    """The items table as Parquet (the ISP parameters as JSON text)."""
+    df = items.copy()
+    if "isp" in df:
+        df["isp"] = [json.dumps(v, sort_keys=True, default=str) for v in df["isp"]]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    df.to_parquet(path, index=False)
+    return path
+
+
+def load_items(path: Path) -> pd.DataFrame:
+    if not path.is_file():
+        raise TruthlineError(
+            f"{path}: no SynDORBench items yet; run `truthline syndor prepare --store DIR` first"
+        )
+    df = pd.read_parquet(path)
+    if "isp" in df:
+        df["isp"] = [json.loads(v) for v in df["isp"]]
+    return df

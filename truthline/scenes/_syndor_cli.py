@@ -1,0 +1,157 @@
+"""``truthline syndor``: SynDORBench step by step on frames rendered by ``truthline scenes``.
+
+prepare (variants, features, the Cochran sample as a Label Studio project) -> people label it
+(``truthline annotate push/pull --project dori-visibility-labels``) -> propagate (model,
+items and gold of ``dori-visibility``) -> ``truthline benchmark run`` -> tables.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from truthline._cli_common import JsonOpt, console, emit, workspace
+
+app = typer.Typer(
+    help="SynDORBench on rendered DORI frames: night-vision variants, discernibility labels "
+    "(Cochran sample, RF/XGBoost propagation), gold, the paper's tables.",
+    no_args_is_help=True,
+)
+
+LABELS = "dori-visibility-labels"
+SMALL_GRIDS = {"rf_grid": {"n_estimators": [100]}, "xgb_grid": {"n_estimators": [100]}}
+
+
+@app.command("prepare")
+def prepare_cmd(
+    ctx: typer.Context,
+    store: Annotated[
+        Path, typer.Option("--store", help="Frame store of `truthline scenes render dori`.")
+    ],
+    seed: Annotated[int, typer.Option("--seed", help="Noise and sampling seed.")] = 0,
+    confidence: Annotated[float, typer.Option("--confidence", help="Cochran confidence.")] = 0.95,
+    margin: Annotated[float, typer.Option("--margin", help="Cochran margin of error.")] = 0.05,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Ray workers.")] = 1,
+    ray_address: Annotated[
+        str | None, typer.Option("--ray", help="Ray cluster address (default: local).")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Day / night / night-vision items with features, and the Cochran sample of the night
+    and night-vision items as the labelling project dori-visibility-labels."""
+    from truthline.scenes import _discern as dis
+    from truthline.scenes import _syndor as sd
+
+    ws = workspace(ctx)
+    out = sd.items_dir(ws)
+    renders = sd.renders_from_store(store)
+    items = sd.make_items(renders, out, seed=seed, workers=workers, ray_address=ray_address)
+    sd.save_items(items, out / "items.parquet")
+    sample = sd.label_sample(items, confidence=confidence, margin=margin, seed=seed)
+    dis.write_label_project(ws, LABELS, sample, strata=["dori", "lighting"])
+    cochran: dict[str, Any] = dict(sample.attrs.get("cochran", {}))
+    info: dict[str, Any] = {
+        "renders": len(renders),
+        "items": len(items),
+        "sample": cochran,
+        "label_project": LABELS,
+        "items_table": str(out / "items.parquet"),
+    }
+
+    def show() -> None:
+        c = cochran
+        console.print(
+            f"{info['items']} items from {info['renders']} renders; Cochran sample {c.get('n')} "
+            f"of {c.get('population')} night/night-vision items → project {LABELS}.\n"
+            f"Next: truthline annotate push --project {LABELS} --arm blind --split 0, label, "
+            f"truthline annotate pull --project {LABELS}, then truthline syndor propagate."
+        )
+
+    emit(info, as_json, show)
+
+
+@app.command("simulate-labels")
+def simulate_labels_cmd(
+    ctx: typer.Context,
+    seed: Annotated[int, typer.Option("--seed", help="Annotator noise seed.")] = 0,
+    as_json: JsonOpt = False,
+) -> None:
+    """SIMULATED annotators label the sample (demos and tests only; never for a study)."""
+    from truthline.scenes import _syndor as sd
+
+    ws = workspace(ctx)
+    items = sd.load_items(sd.items_dir(ws) / "items.parquet")
+    keys = {r["key"] for r in ws.store.items(LABELS)}
+    n = sd.simulate_labels(ws.store, LABELS, items[items["key"].isin(keys)], seed=seed)
+    emit({"simulated_annotations": n}, as_json,
+         lambda: console.print(f"{n} SIMULATED annotations stored in {LABELS}"))  # fmt: skip
+
+
+@app.command("propagate")
+def propagate_cmd(
+    ctx: typer.Context,
+    seed: Annotated[int, typer.Option("--seed", help="CV folds and model seed.")] = 0,
+    folds: Annotated[int, typer.Option("--folds", min=2, help="Cross-validation folds.")] = 5,
+    search: Annotated[
+        str, typer.Option("--search", help="Grid search: full (paper-sized) or small.")
+    ] = "full",
+    as_json: JsonOpt = False,
+) -> None:
+    """Fit RF / XGBoost / their ensemble on the human labels, label every other item
+    (model-propagated), import the items into dori-visibility and write its gold."""
+    from truthline.errors import TruthlineError
+    from truthline.scenes import _discern as dis
+    from truthline.scenes import _syndor as sd
+
+    if search not in ("full", "small"):
+        raise TruthlineError(f"--search {search!r}: use full or small")
+    ws = workspace(ctx)
+    out = sd.items_dir(ws)
+    items = sd.load_items(out / "items.parquet")
+    human = dis.human_labels(ws.store, LABELS)
+    kw = SMALL_GRIDS if search == "small" else {}
+    labelled, model = sd.fit_and_propagate(items, human, seed=seed, folds=folds, **kw)
+    proj = sd.import_benchmark(ws, labelled, out)
+    snap = sd.write_gold(ws.store, proj.name, labelled, model)
+    sd.save_items(labelled, out / "labelled.parquet")
+    (out / "discernibility_model.json").write_text(
+        json.dumps(model.summary(), indent=2, default=str), encoding="utf-8"
+    )
+    counts = labelled["discernible_source"].value_counts().to_dict()
+    info = {"model": model.summary(), "gold_snapshot": snap, "label_sources": counts}
+
+    def show() -> None:
+        console.print(
+            f"{model.name}: {folds}-fold CV accuracy {model.cv_accuracy:.3f}, macro-F1 "
+            f"{model.cv_macro_f1:.3f}; labels {counts}; gold snapshot {snap[:12]}.\n"
+            f"Next: truthline benchmark run --project {proj.name} --model SPEC ..."
+        )
+
+    emit(info, as_json, show)
+
+
+@app.command("tables")
+def tables_cmd(
+    ctx: typer.Context,
+    run_id: Annotated[str, typer.Argument(help="A benchmark run of dori-visibility.")],
+    out: Annotated[Path | None, typer.Option("--out", help="Also write Markdown here.")] = None,
+    action: Annotated[
+        bool, typer.Option("--action/--no-action", help="Score open action answers (embed extra).")
+    ] = True,
+    as_json: JsonOpt = False,
+) -> None:
+    """Presence accuracy / macro-F1 per distance and condition x distance, the 80 % threshold
+    line and open action answers by embedding similarity."""
+    from truthline.benchmark import load_run
+    from truthline.scenes import _syndor as sd
+
+    ws = workspace(ctx)
+    proj = ws.registered(sd.PROJECT)
+    t = sd.syndor_tables(load_run(ws.store, run_id, proj).decisions, action=action)
+    md = sd.tables_markdown(t)
+    if out:
+        out.write_text(md, encoding="utf-8")
+    emit(t, as_json, lambda: console.print(md))
