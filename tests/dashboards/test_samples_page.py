@@ -98,13 +98,6 @@ def test_per_class_and_provenance_links_count_their_decisions(stub_ws, app_at):
     assert float(_metric(at, "accuracy")) == pytest.approx(blind["point"], abs=5e-4)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="safety recall reads a missing worker prediction as a flagged violation: in "
-    "load_run's decisions frame a pred column of numbers and Nones becomes float (None -> "
-    "NaN) and _metrics._binary tests `is None` only, so bool(NaN) is True; stub-vlm lists no "
-    "worker yet gets recall 1.0 (fix in truthline/benchmark/_results.py or _metrics.py)",
-)
 def test_safety_link_accuracy_is_the_recall(stub_ws, app_at):
     """The violations behind the safety table: their accuracy is the safety recall."""
     ws, _project, _items = stub_ws

@@ -354,8 +354,15 @@ def macro_f1(
 def _binary(gold: Sequence[Any], pred: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
     """Gold and prediction as booleans; a missing prediction is the wrong answer."""
     g = np.array([bool(x) for x in gold], dtype=bool)
-    p = np.array([(not bool(a)) if b is None else bool(b) for a, b in zip(gold, pred, strict=True)])
+    p = np.array(
+        [(not bool(a)) if _missing(b) else bool(b) for a, b in zip(gold, pred, strict=True)]
+    )
     return g, p
+
+
+def _missing(v: Any) -> bool:
+    """None, or the NaN a pandas column of numbers and Nones turns it into (bool(NaN) is True)."""
+    return v is None or (isinstance(v, float) and v != v)
 
 
 def binary_scores(
