@@ -205,6 +205,48 @@ def test_render_time_shake_and_dof_blur_the_frame(worker):
     assert sharpness({**near, "dof": True, "focus_m": 0.05}) < 0.8 * base
 
 
+def test_view_transform_is_standard_unless_asked(worker):
+    """Standard by default (AgX, Blender's default, compresses contrast: SCENES.md pitfall 1)."""
+    s = RenderSettings(engine="BLENDER_WORKBENCH", spp=1, res_x=96, res_y=54, mask=False)
+
+    def grey(params):
+        res = execute(worker, _job(params, s).payload())
+        assert res["ok"], res
+        import io
+
+        return np.asarray(Image.open(io.BytesIO(res["data"]["rgb"][1])).convert("L"), float)
+
+    std, agx = grey(DAY), grey({**DAY, "view_transform": "AgX"})
+    assert np.array_equal(std, grey({**DAY, "view_transform": "Standard"}))
+    assert np.abs(std - agx).mean() > 2.0  # AgX really changes the tones
+
+
+def test_every_environment_module_imports_in_the_scenes_venv(scenes_env, tmp_path):
+    """Environment modules are imported by the worker too: only stdlib/numpy/PIL/cv2 (and
+    truthline.scenes) at top level, nothing from the host's venv."""
+    import subprocess
+    from pathlib import Path
+
+    from truthline.scenes import env as scenes_env_mod
+
+    pkg = Path(__file__).resolve().parents[2] / "truthline"
+    (tmp_path / "truthline").symlink_to(pkg)
+    code = (
+        "import json; from truthline.scenes import envs, environment; "
+        "print(json.dumps({'failed': envs.failed, 'names': environment.names()}))"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env.update(PYTHONPATH=str(tmp_path), PYTHONNOUSERSITE="1")
+    out = subprocess.run([str(scenes_env_mod.python_exe()), "-c", code], capture_output=True,
+                         text=True, env=env, cwd=tmp_path)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    import json
+
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["failed"] == {}, got["failed"]
+    assert "dori" in got["names"]
+
+
 def test_scenes_venv_ensure_is_a_no_op_when_ready(scenes_env):
     import time
 
