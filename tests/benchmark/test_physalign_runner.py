@@ -295,3 +295,44 @@ def test_random_rule_draws_among_the_items_own_candidates_and_manifest_freezes_p
     assert proto["nearest_rule"] == "nearest-region/v1"
     assert proto["read_rules"] == list(project.benchmark.read_rules)
     assert proto["given_as_truth"] == ["reading"] and proto["reorder"] == "reverse"
+
+
+def test_report_sections_of_the_checklist_carry_numbers_and_n(physics):
+    from truthline.benchmark._protocol import protocol_sections
+
+    ws, project, _ = physics
+    stub = _stub()
+    try:
+        spec = f"openai:vlm@{stub.url}"
+        for cond, ctl in (("base", ""), ("gt", ""), ("base", "no-image")):
+            run_benchmark(
+                ws.store,
+                project,
+                RunConfig([spec], condition=cond, control=ctl, run_id="rep1"),
+                progress=False,
+            )
+    finally:
+        stub.stop()
+    r = across_metrics(ws.store, project, "rep1", names=["probe_protocol"])
+    secs = protocol_sections(r["metrics"]["probe_protocol"], "rep1")
+    titles = [s.title for s in secs]
+    assert [t.split(": ")[1].split(" (")[0] for t in titles] == [
+        "grounding and reading",
+        "Base -> +GT on P_m",
+        "rule baselines on the same support",
+        "input controls",
+    ]
+    g, pm, h, ctl = secs
+    assert g.table[0]["GAcc"].startswith("0.667 [") and g.n == ["G 16 / L 12"]
+    assert (
+        pm.table[0]["repairs"]
+        + pm.table[0]["harms"]
+        + pm.table[0]["stay right"]
+        + pm.table[0]["stay wrong"]
+        == 9
+    )
+    assert pm.n == ["9 (Base 16, +GT 9)"]
+    assert h.n == ["H 12 / H_hard 1"] and ctl.table[0]["control"] == "no-image"
+    for s in secs:
+        s.metrics = ["probe_protocol"]
+        s.model()  # the shared report model accepts it (glossary, n per row)

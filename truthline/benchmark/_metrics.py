@@ -1043,6 +1043,7 @@ def support_ci(
             n_undef = int((~ok).sum())
             if ok.any() and not (strict and n_undef):
                 low, high = (float(q) for q in np.quantile(b[ok], [alpha, 1 - alpha]))
+        n_par = len(s.parent_ids)
         out[k] = {
             "point": float(p),
             "low": low,
@@ -1051,8 +1052,13 @@ def support_ci(
             "n_undefined": n_undef,
             "seed": rs.seed,
             "level": rs.level,
+            "method": "parent-cluster percentile",
             "n": len(s),
-            "parents": len(s.parent_ids),
+            "parents": n_par,
+            "clusters": n_par,
             "types": s.type_ids,
+            "warning": f"only {n_par} parents (< 20): read the percentile interval as rough"
+            if 0 < n_par < 20 and b is not None
+            else None,
         }
     return out

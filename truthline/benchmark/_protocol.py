@@ -310,3 +310,174 @@ def _probe_protocol(v: RunScored) -> dict[str, Any]:
             "bootstrap": {"resamples": v.rs.resamples, "seed": v.rs.seed, "unit": "parent"},
         },
     }
+
+
+def _pct(ci: dict[str, Any] | None) -> str:
+    """A share with its interval (the report's CI format)."""
+    from truthline.benchmark._report import _fmt_ci
+
+    return _fmt_ci(ci)
+
+
+def _cov(c: dict[str, Any]) -> str:
+    return (
+        f"{c['N']}/{c['n']} ({c['scored']} scored, {c['model_failure']} failed, "
+        f"{c['error']} errors, {c['infra_missing']} infra missing)"
+    )
+
+
+def protocol_sections(r: dict[str, Any], rid: str) -> list[Any]:
+    """Report sections of ``probe_protocol`` (the PHYSALIGN.md §13 checklist): G and L,
+    Base -> +GT on P_m, rules on H and H_hard, input controls, model pairs; every row with
+    its n."""
+    from truthline.benchmark._report import Section
+
+    models: dict[str, dict[str, Any]] = r["models"]
+    man = r.get("manifest") or {}
+    boot = man.get("bootstrap") or {}
+    how = (
+        f"Balanced aggregates ({man.get('aggregation', 'parents within type, types equal')}; "
+        f"type column {man.get('type_column') or 'none'}), parent-cluster bootstrap "
+        f"B = {boot.get('resamples')}, seed {boot.get('seed')}; nearest rule "
+        f"{man.get('nearest_rule')}."
+    )
+    out = []
+    rows: list[dict[str, Any]] = []
+    n: list[int | str | None] = []
+    for m, v in models.items():
+        g, L = v.get("G") or {}, v.get("L") or {}
+        rows.append(
+            {
+                "model": m,
+                "coverage N/n": _cov(g["coverage"]) if "coverage" in g else "—",
+                "GAcc": _pct(g.get("GAcc")),
+                "CAcc (L)": _pct(L.get("CAcc")),
+                "JAcc (L)": _pct(L.get("JAcc")),
+                "C+G- (L)": _pct(L.get("C+G-")),
+                "P(G|C)": _pct(L.get("P(G|C)")),
+                "err(G|C)": _pct(L.get("err(G|C)")),
+            }
+        )
+        n.append(f"G {g.get('coverage', {}).get('N', 0)} / L {L.get('n', 0)}")
+    out.append(
+        Section(
+            f"Probe protocol: grounding and reading ({rid})",
+            "G: every grounding probe; L: T03-image probes with a verified reading. "
+            "C+G- = CAcc - JAcc; P(G|C) = JAcc / CAcc (ratios of aggregates). " + how,
+            rows,
+            n=n,
+            n_column="n probes",
+        )
+    )
+    rows, n = [], []
+    for m, v in models.items():
+        p = v.get("P_m")
+        if not p or not p.get("N"):
+            continue
+        c = p["counts"]
+        rows.append(
+            {
+                "model": m,
+                "Base GAcc": _pct(p["base"]),
+                "+GT GAcc": _pct(p["gt"]),
+                "net": _pct(p["net"]),
+                "repairs": c["repairs"],
+                "harms": c["harms"],
+                "stay right": c["stay_right"],
+                "stay wrong": c["stay_wrong"],
+                "repair rate": _pct(p["repair_rate"]),
+                "harm rate": _pct(p["harm_rate"]),
+            }
+        )
+        n.append(f"{p['N']} (Base {p['n_base']}, +GT {p['n_gt']})")
+    if rows:
+        out.append(
+            Section(
+                f"Probe protocol: Base -> +GT on P_m ({rid})",
+                "T03-image probes with both records; the +GT input is the verified reading "
+                "of the probe's own anchor, given only where admissible. Paired estimates "
+                "are conditional on the observed P_m: Base on P_m can differ from Base on L.",
+                rows,
+                n=n,
+                n_column="N paired",
+            )
+        )
+    rows, n = [], []
+    for m, v in models.items():
+        H, hard, hl = v.get("H") or {}, v.get("H_hard") or {}, v.get("H_hard_L") or {}
+        if "model" not in H:
+            continue
+        rows.append(
+            {
+                "model": m,
+                "model (H)": _pct(H["model"]),
+                "nearest (H)": _pct(H["nearest"]),
+                "random (H)": _pct(H["random"]),
+                "model - nearest": _pct(H["model-nearest"]),
+                "model (H_hard)": _pct(hard.get("model")),
+                "random (H_hard)": _pct(hard.get("random")),
+                "model - random": _pct(hard.get("model-random")),
+                "C+G- (H_hard ∩ L)": _pct(hl.get("C+G-")),
+                "err(G|C) (H_hard ∩ L)": _pct(hl.get("err(G|C)")),
+            }
+        )
+        n_hard = (hard.get("model") or {}).get("n", 0)
+        n.append(f"H {H['model']['n']} / H_hard {n_hard}")
+    if rows:
+        out.append(
+            Section(
+                f"Probe protocol: rule baselines on the same support ({rid})",
+                "H: probes where the frozen nearest-region rule applies; H_hard: those it "
+                "gets wrong. Model and baselines share one support and one weighting; "
+                "differences use one parent draw for both terms.",
+                rows,
+                n=n,
+                n_column="n probes",
+            )
+        )
+    rows, n = [], []
+    for m, v in models.items():
+        for ctl, c in (v.get("controls") or {}).items():
+            k = c["counts"]
+            rows.append(
+                {
+                    "model": m,
+                    "control": ctl,
+                    "reference GAcc": _pct(c["reference"]),
+                    "control GAcc": _pct(c["control"]),
+                    "delta": _pct(c["delta"]),
+                    "right -> wrong": k["changed_right_to_wrong"],
+                    "wrong -> right": k["changed_wrong_to_right"],
+                }
+            )
+            n.append(c["N"])
+    if rows:
+        out.append(
+            Section(
+                f"Probe protocol: input controls ({rid})",
+                "Same probes with and without the control (no-image: no attachment; "
+                "reorder: candidates shown in reverse, aliases bound to their regions).",
+                rows,
+                n=n,
+            )
+        )
+    pairs = r.get("pairs") or []
+    if pairs:
+        out.append(
+            Section(
+                f"Probe protocol: model pairs ({rid})",
+                "Grounding of model A minus model B on the probes both answered.",
+                [
+                    {
+                        "model A": p["model_a"],
+                        "model B": p["model_b"],
+                        "A": _pct(p["a"]),
+                        "B": _pct(p["b"]),
+                        "A - B": _pct(p["a-b"]),
+                    }
+                    for p in pairs
+                ],
+                n=[p["N"] for p in pairs],
+            )
+        )
+    return out
