@@ -320,3 +320,17 @@ def gray_terms(acc: Acceptability | Mapping[str, Any]) -> list[str]:
 
 def is_gray(acc: Acceptability | Mapping[str, Any]) -> bool:
     return bool(gray_terms(acc))
+
+
+def rescore(terms: Mapping[str, Mapping[str, Any]], th: Thresholds) -> Acceptability:
+    """Re-decide a scored frame with other thresholds from its stored term values (tuning
+    needs no re-render): each term keeps its value and kind, gets ``th``'s threshold; a
+    term ``th`` does not use is dropped."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, t in terms.items():
+        if name not in TERMS:
+            continue
+        new = term(name, t.get("value"), th, str(t.get("kind", "scene")))
+        if new is not None:
+            out[name] = new
+    return Acceptability(acceptable=all(t["ok"] for t in out.values()), terms=out)

@@ -1,0 +1,537 @@
+"""RealityBench pipeline glue: frames -> rating project -> scorer validation -> benchmark items.
+
+1. ``render_frames`` samples each environment (bad-factor strata) and renders through the
+   scene library; ``frame_table`` turns records into one row per frame: the delivered image
+   (render + post effects), the scorer's verdict with every term, its gray flag, the
+   documentation answers. ``proxy_frames`` builds the same rows from the planar proxy render
+   (no Blender), for sampler design and tests.
+2. ``write_rating_project`` generates a truthline project ("Would this view be accepted as
+   proof of the work step?", the environment's requirement in the instructions) and imports
+   the frames as its items; push it with ``truthline annotate push --project NAME --arm blind
+   --split 0 --overlap 6``, pull with ``annotate pull``. ``simulate_ratings`` fills it with
+   SIMULATED raters instead (demos and tests only; source ``simulated``).
+3. ``validate_scorer``: the paper's protocol. A declared split (a unit is a tuning unit when
+   the first hex digits of sha256(key) fall below ``tune_frac``: no data decide it), per
+   environment thresholds tuned on the tuning units against the rater majority, and on the
+   rest: agreement with the majority with a CI, ties (no majority) and gray-zone frames
+   (a term near its threshold) excluded and counted, the confusion, each rater against the
+   majority of the others, Krippendorff's alpha with skips, raw pairwise agreement.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from truthline.errors import TruthlineError
+from truthline.scenes._accept import Thresholds, is_gray, rescore
+
+ENVIRONMENTS = ("tape_gap", "slope_gauge", "plate", "label_board", "vehicle_face", "damage_view")
+RATING_PROJECT = "pow-acceptability"
+SIM_RATERS = tuple(f"sim-rater-{i}@simulated.invalid" for i in range(1, 7))
+TUNED_TERMS = ("sharpness", "contrast", "feature_px")
+
+REQUIREMENTS = {
+    "tape_gap": "The tape measure's reading where it crosses the far edge of the module gap "
+    "must be legible to 1/8 inch: crossing in frame, unobstructed, taken close (about 1 m or "
+    "nearer), not too oblique, sharp.",
+    "slope_gauge": "The slope gauge's reading must be legible to 0.2 degrees: the display "
+    "or dial in frame, unobstructed, close, not too oblique, sharp.",
+    "plate": "The licence plate's characters and state must be readable: plate in frame, "
+    "unobstructed, characters large and sharp enough, not viewed too obliquely.",
+    "label_board": "Every row of the label (RO number and VIN, or model and serial number) "
+    "must be readable: label in frame, unobstructed, characters large and sharp enough.",
+    "vehicle_face": "The whole car must be in frame and unobstructed, large in the frame, "
+    "from a normal standing distance, sharp enough to tell its sides and body style.",
+    "damage_view": "The damaged area must be documented from about arm's length: in frame, "
+    "unobstructed, not too oblique, sharp enough to judge the damage type and severity.",
+}
+
+
+def _envs() -> dict[str, Any]:
+    from truthline.scenes import get_environment
+
+    return {n: get_environment(n) for n in ENVIRONMENTS}
+
+
+# -- 1: frames ---------------------------------------------------------------------------------
+def sample_params(env_name: str, n: int, seed: int = 0) -> list[dict[str, Any]]:
+    """``n`` stratified samples of one environment (the bad-factor budget per frame)."""
+    from truthline.scenes import get_environment
+
+    env = get_environment(env_name)
+    rng = np.random.default_rng(
+        [seed, ENVIRONMENTS.index(env_name) if env_name in ENVIRONMENTS else 99]
+    )
+    return [env.sample(rng) for _ in range(n)]
+
+
+def render_frames(
+    n_per_env: int,
+    out: Path | str,
+    settings: Any,
+    *,
+    envs: Sequence[str] = ENVIRONMENTS,
+    seed: int = 0,
+    client: Any = None,
+    res: Sequence[int] | None = None,
+) -> list[Any]:
+    """Render ``n_per_env`` sampled frames of every environment into the frame store."""
+    from truthline.scenes._render import render
+
+    records = []
+    for name in envs:
+        params = sample_params(name, n_per_env, seed)
+        if res is not None:
+            for p in params:
+                p["camera"]["res"] = [int(res[0]), int(res[1])]
+        rep = render(name, params, out, settings, client=client)
+        if rep.failed:
+            job, err = rep.failed[0]
+            raise TruthlineError(
+                f"{name}: {len(rep.failed)} frame(s) failed to render, e.g. {job}: {err}"
+            )
+        records.extend(rep.records)
+    return records
+
+
+def _row(
+    env_name: str,
+    key: str,
+    scene: str,
+    acc: Any,
+    gt: Mapping[str, Any],
+    questions: list[dict[str, Any]],
+    image: str | None,
+) -> dict[str, Any]:
+    terms = dict(acc.terms) if hasattr(acc, "terms") else dict(acc["terms"])
+    ok = acc.acceptable if hasattr(acc, "acceptable") else acc["acceptable"]
+    return {
+        "key": key,
+        "environment": env_name,
+        "scene": scene,
+        "image": image,
+        "acceptable": bool(ok),
+        "gray": is_gray({"terms": terms}),
+        "terms": json.dumps(terms, sort_keys=True),
+        "failed": ",".join(k for k, t in terms.items() if not t["ok"]),
+        "bad_factors": ",".join(gt.get("bad_factors", [])),
+        "answers": json.dumps(
+            {q["field"]: q["answer"] for q in questions}, sort_keys=True, default=str
+        ),
+    }
+
+
+def frame_table(store: Any, records: Iterable[Any], out_dir: Path | str) -> pd.DataFrame:
+    """One row per rendered frame; the delivered image (render + post effects, what raters
+    and models see) is written as ``out_dir/<env>/<job_id>.png``."""
+    from PIL import Image
+
+    from truthline.scenes import get_environment
+
+    out = Path(out_dir)
+    rows = []
+    for rec in records:
+        env = get_environment(rec.env)
+        with Image.open(store.variant_path(rec, "rgb")) as im:
+            rgb = np.asarray(im.convert("RGB"))
+        img = env.post(rec.gt, rgb) if hasattr(env, "post") else rgb.astype(np.float32) / 255
+        path = out / rec.env / f"{rec.job_id}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists():
+            Image.fromarray(np.clip(np.rint(np.asarray(img) * 255), 0, 255).astype(np.uint8)).save(
+                path
+            )
+        acc = env.score(rec.gt, rgb)
+        rows.append(
+            _row(
+                rec.env,
+                f"{rec.env}/{rec.job_id}",
+                rec.job_id,
+                acc,
+                rec.gt,
+                env.questions(rec.gt, acc),
+                str(path),
+            )
+        )
+    return pd.DataFrame(rows)
+
+
+def proxy_frames(
+    n_per_env: int, *, envs: Sequence[str] = ENVIRONMENTS, seed: int = 0
+) -> pd.DataFrame:
+    """The frame table from the planar proxy render (no Blender, no image files)."""
+    all_envs = _envs()
+    rows = []
+    for name in envs:
+        env = all_envs[name]
+        for i, p in enumerate(sample_params(name, n_per_env, seed)):
+            gt = env.host_gt(p)
+            acc = env.proxy_score(p, seed + i)
+            rows.append(
+                _row(name, f"{name}/{i:05d}", f"{name}-{i}", acc, gt, env.questions(gt, acc), None)
+            )
+    return pd.DataFrame(rows)
+
+
+# -- 2: the rating project ------------------------------------------------------------------------
+def rating_project_toml(name: str, envs: Sequence[str]) -> str:
+    req = " ".join(f"[{e}] {REQUIREMENTS[e]}" for e in envs if e in REQUIREMENTS)
+    return f"""# Generated by truthline.scenes._pow: human acceptability ratings of rendered proof-of-work
+# frames (RealityBench section 4). Push blind with overlap (every rater sees every frame).
+name = "{name}"
+title = "Would this photo be accepted as proof of the work step?"
+media = "image"
+strata = ["environment"]
+cluster = "scene"
+
+[fields.acceptable]
+type = "boolean"
+description = {json.dumps("Accept the photo only if it documents the requirement of its environment. " + req)}
+"""
+
+
+def write_rating_project(
+    ws: Any, frames: pd.DataFrame, name: str = RATING_PROJECT, *, progress: bool = False
+) -> Any:
+    """Create (or update) the rating project in workspace ``ws`` and import the frames'
+    delivered images as its items (copied under ``media/<name>/``; idempotent)."""
+    from truthline.media import import_items
+
+    if frames["image"].isna().any():
+        raise TruthlineError(
+            "rating project: some frames have no image (proxy frames cannot be rated)"
+        )
+    folder = ws.projects_dir / name
+    folder.mkdir(parents=True, exist_ok=True)
+    envs = sorted(frames["environment"].unique())
+    (folder / "project.toml").write_text(rating_project_toml(name, envs), encoding="utf-8")
+    project = ws.registered(name)
+    media = ws.media_dir / name
+    rows = []
+    for r in frames.to_dict("records"):
+        src = Path(r["image"])
+        if not src.is_file():
+            raise TruthlineError(f"rating project: image {src} of frame {r['key']} is missing")
+        dest = media / f"{r['key']}{src.suffix}"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if not dest.exists():
+            shutil.copyfile(src, dest)
+        rows.append({"key": r["key"], "environment": r["environment"], "scene": r["scene"]})
+    csv_path = folder / "frames.csv"
+    pd.DataFrame(rows, columns=["key", "environment", "scene"]).to_csv(csv_path, index=False)
+    import_items(ws.store, project, media, metadata=csv_path, progress=progress)
+    return project
+
+
+@dataclass(frozen=True)
+class SimRaters:
+    """SIMULATED raters: each judges a frame by the scorer's own terms with thresholds of
+    their own (the planted ``truth`` scaled by a per-rater factor), lapses (a flipped
+    verdict) and skips. Named simulations everywhere; never a real run's ratings."""
+
+    truth: Mapping[str, float] = field(
+        default_factory=lambda: {"sharpness": 1.4, "contrast": 0.85, "feature_px": 1.25}
+    )
+    spread: float = 0.15
+    lapse: float = 0.06
+    skip: float = 0.05
+    raters: tuple[str, ...] = SIM_RATERS
+
+
+def simulated_verdicts(
+    frames: pd.DataFrame, sim: SimRaters = SimRaters(), seed: int = 0
+) -> pd.DataFrame:
+    """Units x raters table (True / False / None = skipped) from :class:`SimRaters`."""
+    from truthline.scenes import get_environment
+
+    rng = np.random.default_rng(seed)
+    factors = {
+        r: {t: float(np.exp(rng.normal(0, sim.spread))) for t in sim.truth} for r in sim.raters
+    }
+    out = {}
+    for r in frames.to_dict("records"):
+        env = get_environment(r["environment"])
+        base: Thresholds = getattr(env, "thresholds", Thresholds())
+        terms = json.loads(r["terms"])
+        row = {}
+        for who in sim.raters:
+            over = {}
+            for t, k in sim.truth.items():
+                attr = _attr(t)
+                cur = getattr(base, attr)
+                if cur is not None:
+                    over[attr] = cur * k * factors[who][t]
+            v = rescore(terms, base.with_(**over)).acceptable
+            if rng.random() < sim.lapse:
+                v = not v
+            row[who] = None if rng.random() < sim.skip else bool(v)
+        out[r["key"]] = row
+    return pd.DataFrame.from_dict(out, orient="index")[list(sim.raters)]
+
+
+def simulate_ratings(
+    store: Any, project: str, frames: pd.DataFrame, sim: SimRaters = SimRaters(), *, seed: int = 0
+) -> int:
+    """SIMULATED raters' verdicts stored as blind tier-1 annotations (source ``simulated``,
+    users ``sim-rater-N@simulated.invalid``); a skip stores nothing. Idempotent."""
+    from sqlalchemy import select
+
+    from truthline.store import now, tables
+
+    ids = store.item_ids_by_key(project)
+    table = simulated_verdicts(frames, sim, seed)
+    rows = []
+    for key, verdicts in table.iterrows():
+        if key not in ids:
+            raise TruthlineError(f"simulated ratings: {key} is not an item of {project}")
+        for who, v in verdicts.items():
+            if v is None or (isinstance(v, float) and np.isnan(v)):
+                continue
+            rows.append(
+                {
+                    "project": project,
+                    "item_id": ids[key],
+                    "field_path": "acceptable",
+                    "annotator": who,
+                    "arm": "blind",
+                    "tier": 1,
+                    "value": bool(v),
+                    "source": "simulated",
+                    "source_id": f"sim:{project}:{key}:{who}",
+                    "stored_at": now(),
+                }
+            )
+    a = tables.annotations
+    with store.begin() as conn:
+        have = {
+            r.source_id for r in conn.execute(select(a.c.source_id).where(a.c.project == project))
+        }
+        new = [r for r in rows if r["source_id"] not in have]
+        if new:
+            conn.execute(a.insert(), new)
+    return len(new)
+
+
+def ratings_table(store: Any, project: Any) -> pd.DataFrame:
+    """Units (item keys) x raters of the ``acceptable`` field, pulled into the store from
+    Label Studio (or simulated); a skip is missing."""
+    from truthline.stats import ratings_from_store
+
+    r, _ = ratings_from_store(store, project, "acceptable")
+    keys = _item_keys(store, project.name)
+    vals = [[None if c < 0 else bool(r.values[c]) for c in row] for row in r.codes]
+    return pd.DataFrame(vals, index=[keys.get(u, str(u)) for u in r.units], columns=list(r.raters))
+
+
+def _item_keys(store: Any, project: str) -> dict[Any, str]:
+    return {v: k for k, v in store.item_ids_by_key(project).items()}
+
+
+# -- 3: validation -------------------------------------------------------------------------------
+def _attr(term: str) -> str:
+    return {
+        "sharpness": "min_sharpness",
+        "contrast": "min_contrast",
+        "feature_px": "min_feature_px",
+        "distance": "max_distance_m",
+        "view_angle": "max_view_angle_deg",
+        "occlusion": "max_occluded",
+        "in_frame": "min_in_frame",
+        "size": "min_size_frac",
+    }[term]
+
+
+def declared_split(keys: Iterable[str], tune_frac: float = 0.6) -> dict[str, bool]:
+    """key -> True for tuning units: sha256(key) read as a fraction below ``tune_frac``."""
+    return {
+        k: int(hashlib.sha256(str(k).encode()).hexdigest()[:8], 16) / 16**8 < tune_frac
+        for k in keys
+    }
+
+
+def majority_of(ratings: pd.DataFrame) -> pd.Series:
+    """Per unit: the majority verdict, or None on a tie / no rating."""
+
+    def one(row: pd.Series) -> Any:
+        v = [bool(x) for x in row if x is not None and not (isinstance(x, float) and np.isnan(x))]
+        yes = sum(v)
+        return None if not v or 2 * yes == len(v) else yes * 2 > len(v)
+
+    return ratings.apply(one, axis=1)
+
+
+def tune_thresholds(
+    frames: pd.DataFrame,
+    majority: Mapping[str, Any],
+    base: Thresholds,
+    terms: Sequence[str] = TUNED_TERMS,
+    rounds: int = 2,
+) -> tuple[Thresholds, float]:
+    """Coordinate ascent over ``terms``: each threshold set to the candidate (5th..95th
+    percentile of the values, plus the current one) that maximises agreement with the
+    majority on ``frames``; ties keep the value nearest the current threshold."""
+    rows = [
+        (json.loads(t), majority[k])
+        for k, t in zip(frames["key"], frames["terms"], strict=True)
+        if majority.get(k) is not None
+    ]
+    if not rows:
+        return base, float("nan")
+
+    def agreement(th: Thresholds) -> float:
+        return float(np.mean([rescore(t, th).acceptable == m for t, m in rows]))
+
+    th = base
+    best = agreement(th)
+    for _ in range(rounds):
+        for term in terms:
+            attr = _attr(term)
+            cur = getattr(th, attr)
+            if cur is None:
+                continue
+            vals = [t[term]["value"] for t, _ in rows if term in t and t[term]["value"] is not None]
+            if not vals:
+                continue
+            cands = sorted(
+                {float(cur), *np.percentile(vals, np.arange(5, 100, 5)).round(6).tolist()}
+            )
+            scored = [(agreement(th.with_(**{attr: c})), -abs(c - cur), c) for c in cands]
+            a, _, c = max(scored)
+            if a > best:
+                th, best = th.with_(**{attr: c}), a
+    return th, best
+
+
+@dataclass
+class ScorerValidation:
+    """The paper's Table 13 figures for one set of ratings (see the module docstring)."""
+
+    tuned: dict[str, dict[str, Any]]
+    report: Any  # stats.ScorerReport on the held-out units
+    wilson: Any  # the held-out agreement as a Wilson interval
+    by_environment: dict[str, dict[str, Any]]
+    loo: list[Any]
+    alpha: float
+    pairwise: float
+    counts: dict[str, int]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "tuned_thresholds": self.tuned,
+            "held_out": self.report.as_dict(),
+            "held_out_wilson": self.wilson.as_dict(),
+            "by_environment": self.by_environment,
+            "rater_vs_others": [r.as_dict() for r in self.loo],
+            "krippendorff_alpha": self.alpha,
+            "pairwise_agreement": self.pairwise,
+            "counts": self.counts,
+        }
+
+
+def validate_scorer(
+    frames: pd.DataFrame,
+    ratings: pd.DataFrame,
+    *,
+    tune_frac: float = 0.6,
+    seed: int = 0,
+    resamples: int = 2000,
+) -> ScorerValidation:
+    """Tune per-environment thresholds on the declared tuning split, then score the
+    held-out frames against the rater majority (ties and gray frames excluded, counted)."""
+    from truthline.scenes import get_environment
+    from truthline.stats import (
+        krippendorff_alpha,
+        leave_one_out,
+        pairwise_agreement,
+        proportion_ci,
+        scorer_vs_majority,
+    )
+
+    frames = frames.set_index("key", drop=False)
+    common = [k for k in ratings.index if k in frames.index]
+    if not common:
+        raise TruthlineError(
+            "scorer validation: no rated frame is in the frame table (keys differ)"
+        )
+    ratings = ratings.loc[common]
+    frames = frames.loc[common]
+    split = declared_split(common, tune_frac)
+    maj = majority_of(ratings)
+    tuned: dict[str, dict[str, Any]] = {}
+    th_by_env: dict[str, Thresholds] = {}
+    for env_name, grp in frames.groupby("environment"):
+        base = getattr(get_environment(str(env_name)), "thresholds", Thresholds())
+        tune_rows = grp[[split[k] for k in grp["key"]]]
+        th, agree = tune_thresholds(tune_rows, maj.to_dict(), base)
+        th_by_env[str(env_name)] = th
+        tuned[str(env_name)] = {
+            "thresholds": {t: getattr(th, _attr(t)) for t in TUNED_TERMS},
+            "default": {t: getattr(base, _attr(t)) for t in TUNED_TERMS},
+            "tune_frames": len(tune_rows),
+            "tune_agreement": agree,
+        }
+    verdict, gray = [], []
+    for k in common:
+        acc = rescore(json.loads(frames.at[k, "terms"]), th_by_env[frames.at[k, "environment"]])
+        verdict.append(acc.acceptable)
+        gray.append(is_gray(acc))
+    held = [not split[k] for k in common]
+    hr = ratings[held]
+    hv = [v for v, h in zip(verdict, held, strict=True) if h]
+    hg = [g for g, h in zip(gray, held, strict=True) if h]
+    clusters = frames.loc[hr.index, "scene"].tolist()
+    report = scorer_vs_majority(
+        hr.astype(object),
+        hv,
+        tune_frac=0.0,
+        seed=seed,
+        gray=hg,
+        positive=True,
+        resamples=resamples,
+        clusters=clusters,
+    )
+    agree_n = sum(report.confusion.get(c, {}).get(c, 0) for c in report.confusion)
+    wilson = proportion_ci(agree_n, report.held_out) if report.held_out else proportion_ci(0, 0)
+    by_env: dict[str, dict[str, Any]] = {}
+    env_list = frames.loc[hr.index, "environment"].tolist()
+    m_held = maj.loc[hr.index].tolist()
+    for e in sorted(set(env_list)):
+        use = [i for i, x in enumerate(env_list) if x == e and m_held[i] is not None and not hg[i]]
+        n = len(use)
+        a = sum(hv[i] == m_held[i] for i in use)
+        by_env[e] = {
+            "held_out": n,
+            "agreement": proportion_ci(a, n).as_dict() if n else None,
+            "gray_excluded": sum(1 for i, x in enumerate(env_list) if x == e and hg[i]),
+            "ties_excluded": sum(
+                1 for i, x in enumerate(env_list) if x == e and m_held[i] is None and not hg[i]
+            ),
+            "scorer_accepts": sum(hv[i] for i in use),
+            "majority_accepts": sum(bool(m_held[i]) for i in use),
+        }
+    numeric = ratings.map(
+        lambda x: np.nan if x is None or (isinstance(x, float) and np.isnan(x)) else float(bool(x))
+    )
+    alpha = float(krippendorff_alpha(numeric.to_numpy(), "nominal"))
+    pair = pairwise_agreement(numeric.to_numpy())
+    pair_v = float(pair if not isinstance(pair, Mapping) else pair.get("value", np.nan))
+    loo = leave_one_out(ratings.astype(object), min_others=2, resamples=resamples, seed=seed)
+    counts = {
+        "frames": len(common),
+        "tuning": sum(split.values()),
+        "held_out_total": sum(held),
+        "held_out_scored": report.held_out,
+        "ties_excluded": report.ties_excluded,
+        "gray_excluded": report.gray_excluded,
+        "unrated_or_unscored": report.no_majority_or_score,
+    }
+    return ScorerValidation(tuned, report, wilson, by_env, loo, alpha, pair_v, counts)
