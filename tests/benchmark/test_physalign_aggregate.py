@@ -77,3 +77,9 @@ def test_a_ratio_with_a_zero_denominator_is_undefined_not_a_crash():
         s, {"C": [0, 0], "J": [0, 0]}, lambda a: {"P(G|C)": a["J"] / a["C"]}, rs=M.Resampling(50, 1)
     )
     assert np.isnan(out["P(G|C)"]["point"]) and out["P(G|C)"]["n_undefined"] == 50
+
+
+def test_balanced_weights_of_the_balanced_metric_are_the_support_weights():
+    w = M.balanced_weights(PARENTS, TYPES)
+    assert (w / len(PARENTS) * 12).tolist() == pytest.approx([2, 1, 1, 2, 1, 1, 4])
+    assert float(w @ np.array(X, dtype=float)) / len(X) == pytest.approx(7 / 12)

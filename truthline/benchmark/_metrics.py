@@ -841,23 +841,11 @@ def balanced_weights(
     parents: Sequence[Any] | None = None, types: Sequence[Any] | None = None
 ) -> np.ndarray:
     """Per-decision weights so that each parent counts equally within its type and each type
-    counts equally overall (PhysAlign balanced aggregation); weights sum to the number of
-    decisions, so a weighted mean is on the usual scale."""
+    counts equally overall (PhysAlign balanced aggregation, ``Support.weights``); scaled to
+    sum to the number of decisions, so a weighted mean is on the usual scale."""
     n = len(parents) if parents is not None else len(types) if types is not None else 0
     par = [str(p) for p in parents] if parents is not None else [str(i) for i in range(n)]
-    typ = [str(t) for t in types] if types is not None else ["" for _ in range(n)]
-    from collections import Counter
-
-    per_tp = Counter(zip(typ, par, strict=True))
-    parents_in_type = Counter(t for t, _ in per_tp)
-    n_types = len(parents_in_type)
-    w = np.array(
-        [
-            1.0 / (n_types * parents_in_type[t] * per_tp[(t, p)])
-            for t, p in zip(typ, par, strict=True)
-        ]
-    )
-    return w * n if n else w
+    return Support.of(par, types).weights() * n
 
 
 def open_answer_similarity(
