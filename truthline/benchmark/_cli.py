@@ -71,10 +71,20 @@ def run_cmd(
         str | None, typer.Option("--variant", help="Prompt variant from [prompts] variants.")
     ] = None,
     condition: Annotated[
-        str, typer.Option("--condition", help="base, or gt (perception field given as truth).")
+        str,
+        typer.Option(
+            "--condition",
+            help="base, or gt: [benchmark] given_as_truth (else action_field) handed over as "
+            "truth where admissible; inadmissible items are left out and counted.",
+        ),
     ] = "base",
     control: Annotated[
-        str | None, typer.Option("--control", help="Input control: no-image or reorder.")
+        str | None,
+        typer.Option(
+            "--control",
+            help="Input control: no-image (no attachment, the prompt says so) or reorder "
+            "(candidates and classes listed in another order; ids stay bound).",
+        ),
     ] = None,
     limit: Annotated[
         int | None, typer.Option("--limit", min=1, help="Only the first N gold items.")
