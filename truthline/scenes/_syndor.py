@@ -94,11 +94,14 @@ def fan_out(
     *,
     workers: int = 1,
     ray_address: str | None = None,
+    use_ray: bool | None = None,
 ) -> list[Any]:
-    """``[fn(*t) for t in tasks]``, over Ray when ``workers > 1`` or a cluster address is
-    given (``ray.init(address=...)``; local by default), in order. Ray is only imported
-    then; one process otherwise (tests, tiny grids)."""
-    if workers <= 1 and not ray_address:
+    """``[fn(*t) for t in tasks]`` in order; over Ray when ``workers > 1``, a cluster address
+    is given or ``use_ray`` (at most ``workers`` tasks at once on a local Ray: each asks for
+    its share of the CPUs). Ray is imported only then; one process otherwise."""
+    if use_ray is None:
+        use_ray = workers > 1 or bool(ray_address)
+    if not use_ray:
         return [fn(*t) for t in tasks]
     try:
         import ray
@@ -110,15 +113,27 @@ def fan_out(
         if ray_address:
             kw["address"] = ray_address
         else:
-            kw["num_cpus"] = workers
+            kw["num_cpus"] = max(1, workers)
         ray.init(**kw)
         started = True
     try:
-        remote = ray.remote(num_cpus=1)(fn)
-        return list(ray.get([remote.remote(*t) for t in tasks]))
+        total = float(ray.cluster_resources().get("CPU", 1.0))
+        cpus = 1.0 if ray_address else max(total / max(1, workers), 0.01)
+        remote = ray.remote(num_cpus=cpus)(_with_threads)
+        threads = max(1, int(cpus))
+        return list(ray.get([remote.remote(fn, threads, *t) for t in tasks]))
     finally:
         if started:
             ray.shutdown()
+
+
+def _with_threads(fn: Callable[..., Any], threads: int, *args: Any) -> Any:
+    """Run ``fn`` with OpenCV limited to the task's CPU share (NLM would otherwise spawn a
+    thread per core in every Ray worker and oversubscribe the machine)."""
+    import cv2
+
+    cv2.setNumThreads(threads)
+    return fn(*args)
 
 
 # -- 1-2: variants and features --------------------------------------------------------------
@@ -243,16 +258,18 @@ def make_items(
     night_mean: float = 7e-4,
     workers: int = 1,
     ray_address: str | None = None,
+    use_ray: bool | None = None,
 ) -> pd.DataFrame:
     """Benchmark items (one row per render x condition) with images written under
-    ``out_dir/items/`` and the discernibility features of each."""
+    ``out_dir/items/`` and the discernibility features of each (fanned out as
+    :func:`fan_out` says)."""
     missing = [c for c in RENDER_COLUMNS if c not in renders.columns]
     if missing:
         raise TruthlineError(f"renders table: missing column(s) {', '.join(missing)}")
     tasks = [
         (r, str(out_dir), seed, dict(nv or {}), night_mean) for r in renders.to_dict("records")
     ]
-    rows = fan_out(process_render, tasks, workers=workers, ray_address=ray_address)
+    rows = fan_out(process_render, tasks, workers=workers, ray_address=ray_address, use_ray=use_ray)
     return pd.DataFrame([it for group in rows for it in group])
 
 
