@@ -336,3 +336,21 @@ def test_report_sections_of_the_checklist_carry_numbers_and_n(physics):
     for s in secs:
         s.metrics = ["probe_protocol"]
         s.model()  # the shared report model accepts it (glossary, n per row)
+
+
+def test_a_text_probe_asks_only_for_the_grounding(physics):
+    ws, project, _ = physics
+    gold = load_gold(ws.store, project.name)
+    items = [it for it in gold.items if it.key == "p1_text"]
+    req = build_requests(
+        project,
+        items,
+        targets_of(project, gold),
+        variant=None,
+        condition="base",
+        control="",
+        seed=0,
+    )[0]
+    assert '- "candidate": one candidate alias' in req.user
+    assert '"reading"' not in req.user  # T03-text probes never get reading scores
+    assert 'the text span "3 kg"' in req.user
