@@ -69,7 +69,7 @@ def test_fit_picks_by_cross_validated_accuracy_as_sklearn_computes_it():
 
     X, y = _simulated_labels(160)
     m = dis.fit_discernibility(X, y, seed=1, holdout=0, rf_grid=SMALL_RF, xgb_grid=SMALL_XGB)
-    assert set(m.candidates) == {"random_forest", "xgboost", "rf+xgboost"}
+    assert set(m.candidates) == {"decision_tree", "random_forest", "xgboost", "rf+xgboost"}
     assert m.name == max(m.candidates, key=lambda k: m.candidates[k]["cv_accuracy"])
     assert m.cv_accuracy > 0.8 and m.folds == 5 and m.n_train == 160
     # independent check: the RF's reported CV accuracy is sklearn's on the same folds
