@@ -151,95 +151,136 @@ def _pull_project(
     users: dict[int, str],
     rep: PullReport,
 ) -> dict[str, int]:
-    a, h, lt, pr = (
-        tables.annotations,
-        tables.annotation_history,
-        tables.ls_tasks,
-        tables.predictions,
-    )
-    pid = int(lsrow.ls_project_id)
-    arm = str(lsrow.arm)
-    tier = 2 if arm == "review" else 1
-    types = project.field_types
-    with store.begin() as conn:
-        task_map = {
-            r.ls_task_id: r
-            for r in conn.execute(
-                select(lt.c.ls_task_id, lt.c.item_id, lt.c.prediction_id).where(
-                    lt.c.ls_project_id == pid, lt.c.server_url == client.url
-                )
-            )
+    """Pull one Label Studio project's export into the store; its counts."""
+    return _ProjectPull(store, project, client, lsrow, users, rep).run(tasks)
+
+
+class _ProjectPull:
+    """One Label Studio project's export against what the store holds: new annotations are
+    inserted, changed ones updated (a changed value keeps its old revision in the history),
+    annotations gone from the export marked deleted and ones back restored."""
+
+    def __init__(
+        self,
+        store: Store,
+        project: Any,
+        client: LSClient,
+        lsrow: Any,
+        users: dict[int, str],
+        rep: PullReport,
+    ):
+        self.store, self.project, self.client, self.users, self.rep = (
+            store,
+            project,
+            client,
+            users,
+            rep,
+        )
+        self.pid = int(lsrow.ls_project_id)
+        self.arm = str(lsrow.arm)
+        self.tier = 2 if self.arm == "review" else 1
+        self.types = project.field_types
+        self.inserts: list[dict] = []
+        self.updates: list[tuple[int, dict, dict]] = []  # (row id, new values, history)
+        self.exposures: list[dict] = []
+        self.stats = {
+            "annotations": 0,
+            "new": 0,
+            "updated": 0,
+            "unchanged": 0,
+            "deleted": 0,
+            "restored": 0,
+            "foreign_tasks": 0,
         }
-        pred_ids = {r.prediction_id for r in task_map.values() if r.prediction_id is not None}
-        preds = (
-            {
-                r.id: r
+        self.stored_at = now()
+        self.present: set[str] = set()  # source ids of every annotation in the export
+        self.restored_sids: list[str] = []
+
+    def run(self, tasks: list[dict]) -> dict[str, int]:
+        self._read_state()
+        for task in tasks:
+            self._task(task)
+        self._write()
+        rep, stats = self.rep, self.stats
+        rep.annotations += stats["annotations"]
+        rep.new += stats["new"]
+        rep.updated += stats["updated"]
+        rep.unchanged += stats["unchanged"]
+        rep.deleted += stats["deleted"]
+        rep.restored += stats["restored"]
+        return stats
+
+    def _read_state(self) -> None:
+        """The project's tasks, the predictions they showed, the annotations already pulled
+        from this project on this server, the project's items and the prompts' hashes."""
+        a, lt, pr = tables.annotations, tables.ls_tasks, tables.predictions
+        pid, name = self.pid, self.project.name
+        with self.store.begin() as conn:
+            self.task_map = {
+                r.ls_task_id: r
                 for r in conn.execute(
-                    select(pr.c.id, pr.c["values"], pr.c.model_version, pr.c.response_id).where(
-                        pr.c.id.in_(pred_ids)
+                    select(lt.c.ls_task_id, lt.c.item_id, lt.c.prediction_id).where(
+                        lt.c.ls_project_id == pid, lt.c.server_url == self.client.url
                     )
                 )
             }
-            if pred_ids
-            else {}
-        )
-        prefix = f"ls:{pid}:"
-        suffix = f"@{urlsplit(client.url).netloc}"
-        existing = {
-            (r.source_id, r.field_path): r
-            for r in conn.execute(
-                select(a).where(
-                    a.c.project == project.name, a.c.source_id.like(f"{prefix}%{suffix}")
-                )
+            pred_ids = {
+                r.prediction_id for r in self.task_map.values() if r.prediction_id is not None
+            }
+            self.preds = (
+                {
+                    r.id: r
+                    for r in conn.execute(
+                        select(pr.c.id, pr.c["values"], pr.c.model_version, pr.c.response_id).where(
+                            pr.c.id.in_(pred_ids)
+                        )
+                    )
+                }
+                if pred_ids
+                else {}
             )
-            # LIKE's '_' is a wildcard: keep exactly this project on this server
-            if r.source_id.startswith(prefix) and r.source_id.endswith(suffix)
-        }
-        known_items = {
-            r.id
-            for r in conn.execute(
-                select(tables.items.c.id).where(tables.items.c.project == project.name)
-            )
-        }
-        prompt_hashes = {}
-        resp_ids = {p.response_id for p in preds.values() if p.response_id is not None}
-        if resp_ids:
-            r_t = tables.responses
-            prompt_hashes = {
-                r.id: r.prompt_hash
+            prefix = f"ls:{pid}:"
+            suffix = f"@{urlsplit(self.client.url).netloc}"
+            self.existing = {
+                (r.source_id, r.field_path): r
                 for r in conn.execute(
-                    select(r_t.c.id, r_t.c.prompt_hash).where(r_t.c.id.in_(resp_ids))
+                    select(a).where(a.c.project == name, a.c.source_id.like(f"{prefix}%{suffix}"))
+                )
+                # LIKE's '_' is a wildcard: keep exactly this project on this server
+                if r.source_id.startswith(prefix) and r.source_id.endswith(suffix)
+            }
+            self.known_items = {
+                r.id
+                for r in conn.execute(
+                    select(tables.items.c.id).where(tables.items.c.project == name)
                 )
             }
-    inserts: list[dict] = []
-    updates: list[tuple[int, dict, dict]] = []  # (row id, new values, history)
-    exposures: list[dict] = []
-    stats = {
-        "annotations": 0,
-        "new": 0,
-        "updated": 0,
-        "unchanged": 0,
-        "deleted": 0,
-        "restored": 0,
-        "foreign_tasks": 0,
-    }
-    stored_at = now()
-    present: set[str] = set()  # source ids of every annotation in the export
-    restored_sids: list[str] = []
-    for task in tasks:
+            self.prompt_hashes = {}
+            resp_ids = {p.response_id for p in self.preds.values() if p.response_id is not None}
+            if resp_ids:
+                r_t = tables.responses
+                self.prompt_hashes = {
+                    r.id: r.prompt_hash
+                    for r in conn.execute(
+                        select(r_t.c.id, r_t.c.prompt_hash).where(r_t.c.id.in_(resp_ids))
+                    )
+                }
+
+    def _task(self, task: dict) -> None:
+        pid = self.pid
         try:
             tid = int(task["id"])
         except (KeyError, TypeError, ValueError):
-            rep.problems.append(f"Label Studio project {pid}: a task without an id; skipped")
-            continue
+            self.rep.problems.append(f"Label Studio project {pid}: a task without an id; skipped")
+            return
         for ann in task.get("annotations") or []:
             if isinstance(ann, dict) and ann.get("id") is not None:
-                present.add(source_id(client.url, pid, int(ann["id"])))
-        tm = task_map.get(tid)
+                self.present.add(source_id(self.client.url, pid, int(ann["id"])))
+        tm = self.task_map.get(tid)
         item_id = tm.item_id if tm else item_id_of((task.get("data") or {}).get("item_id"))
-        if item_id is None or item_id not in known_items:
-            stats["foreign_tasks"] += 1
-            rep.foreign_tasks.append(
+        if item_id is None or item_id not in self.known_items:
+            self.stats["foreign_tasks"] += 1
+            self.rep.foreign_tasks.append(
                 {
                     "ls_project_id": pid,
                     "ls_task_id": tid,
@@ -247,152 +288,165 @@ def _pull_project(
                     "annotations": len(task.get("annotations") or []),
                 }
             )
-            continue
-        shown = preds.get(tm.prediction_id) if tm and tm.prediction_id else None
+            return
+        shown = self.preds.get(tm.prediction_id) if tm and tm.prediction_id else None
         for ann in task.get("annotations", []):
-            aid = int(ann["id"])
-            who = ann.get("completed_by")
-            if isinstance(who, dict):
-                annotator = who.get("email") or str(who.get("id"))
-            else:
-                annotator = users.get(int(who), str(who)) if who is not None else "unknown"
-            cancelled = bool(ann.get("was_cancelled"))
-            if cancelled:
-                values: dict[str, Any] = dict.fromkeys(types)
-                origins: dict[str, str] = {}
-                rep.skipped_annotations += 1
-            else:
-                conv = results_to_values(project, ann.get("result") or [])
-                for p in conv.problems:
-                    rep.problems.append(
-                        f"Label Studio project {pid}, task {tid}, annotation {aid}: {p} (skipped)"
-                    )
-                values, origins = conv.values, conv.origins
-            sid = source_id(client.url, pid, aid)
-            stats["annotations"] += 1
-            base = {
-                "project": project.name,
-                "item_id": int(item_id),
-                "annotator": annotator,
-                "arm": arm,
-                "tier": tier,
-                "lead_time": ann.get("lead_time"),
-                "source": "label_studio",
-                "source_id": sid,
-                "ls_project_id": pid,
-                "ls_task_id": tid,
-                "ls_annotation_id": aid,
-                "shown_prediction_id": shown.id if shown is not None else None,
-                "model_version": shown.model_version if shown is not None else None,
-                "ground_truth": bool(ann.get("ground_truth")),
-                "parent_prediction": ann.get("parent_prediction"),
-                "annotated_at": _ts(ann.get("created_at")),
-                "source_updated_at": _ts(ann.get("updated_at")),
-            }
-            changed_any = restored = False
-            for name, ft in types.items():
-                val = values.get(name)
-                kept = None
-                if shown is not None and not cancelled:
-                    kept = kept_flag(ft, val, (shown.values or {}).get(name))
-                row = base | {
-                    "field_path": name,
-                    "value": val,
-                    "skipped": cancelled,
-                    "origin": origins.get(name),
-                    "kept": kept,
-                }
-                old = existing.get((sid, name))
-                if old is None:
-                    inserts.append(row | {"revision": 1, "stored_at": stored_at})
-                    changed_any = True
-                    continue
-                if old.deleted_at is not None:  # back in Label Studio
-                    restored = True
-                value_changed = old.value != val or bool(old.skipped) != cancelled
-                meta_changed = (
-                    old.lead_time != row["lead_time"]
-                    or not _same_time(old.source_updated_at, row["source_updated_at"])
-                    or old.origin != row["origin"]
-                    or old.kept != kept
-                    or old.annotator != annotator
-                    or bool(old.ground_truth) != row["ground_truth"]
-                    or old.parent_prediction != row["parent_prediction"]
-                    or old.deleted_at is not None
+            self._annotation(tid, int(item_id), shown, ann)
+
+    def _annotator(self, ann: dict) -> str:
+        who = ann.get("completed_by")
+        if isinstance(who, dict):
+            return who.get("email") or str(who.get("id"))
+        return self.users.get(int(who), str(who)) if who is not None else "unknown"
+
+    def _annotation(self, tid: int, item_id: int, shown: Any, ann: dict) -> None:
+        pid, types = self.pid, self.types
+        aid = int(ann["id"])
+        annotator = self._annotator(ann)
+        cancelled = bool(ann.get("was_cancelled"))
+        if cancelled:
+            values: dict[str, Any] = dict.fromkeys(types)
+            origins: dict[str, str] = {}
+            self.rep.skipped_annotations += 1
+        else:
+            conv = results_to_values(self.project, ann.get("result") or [])
+            for p in conv.problems:
+                self.rep.problems.append(
+                    f"Label Studio project {pid}, task {tid}, annotation {aid}: {p} (skipped)"
                 )
-                if not (value_changed or meta_changed):
-                    continue
+            values, origins = conv.values, conv.origins
+        sid = source_id(self.client.url, pid, aid)
+        self.stats["annotations"] += 1
+        base = {
+            "project": self.project.name,
+            "item_id": item_id,
+            "annotator": annotator,
+            "arm": self.arm,
+            "tier": self.tier,
+            "lead_time": ann.get("lead_time"),
+            "source": "label_studio",
+            "source_id": sid,
+            "ls_project_id": pid,
+            "ls_task_id": tid,
+            "ls_annotation_id": aid,
+            "shown_prediction_id": shown.id if shown is not None else None,
+            "model_version": shown.model_version if shown is not None else None,
+            "ground_truth": bool(ann.get("ground_truth")),
+            "parent_prediction": ann.get("parent_prediction"),
+            "annotated_at": _ts(ann.get("created_at")),
+            "source_updated_at": _ts(ann.get("updated_at")),
+        }
+        changed_any = restored = False
+        for name, ft in types.items():
+            val = values.get(name)
+            kept = None
+            if shown is not None and not cancelled:
+                kept = kept_flag(ft, val, (shown.values or {}).get(name))
+            row = base | {
+                "field_path": name,
+                "value": val,
+                "skipped": cancelled,
+                "origin": origins.get(name),
+                "kept": kept,
+            }
+            old = self.existing.get((sid, name))
+            if old is None:
+                self.inserts.append(row | {"revision": 1, "stored_at": self.stored_at})
                 changed_any = True
-                new = {
-                    k: v for k, v in row.items() if k not in ("project", "source_id", "field_path")
-                }
-                hist = {}
-                if value_changed:
-                    new["revision"] = int(old.revision) + 1
-                    new["stored_at"] = stored_at
-                    hist = {
-                        "annotation_id": old.id,
-                        "revision": old.revision,
-                        "value": old.value,
-                        "skipped": old.skipped,
-                        "source_updated_at": old.source_updated_at,
-                        "replaced_at": stored_at,
-                    }
-                updates.append((old.id, new, hist))
-            if restored:
-                stats["restored"] += 1
-                restored_sids.append(sid)
-            is_new = all((sid, n) not in existing for n in types)
-            if is_new:
-                stats["new"] += 1
-            elif changed_any:
-                stats["updated"] += 1
-            else:
-                stats["unchanged"] += 1
-            exposures.append(
-                {
-                    "project": project.name,
-                    "item_id": int(item_id),
-                    "annotator": annotator,
-                    "arm": arm,
-                    "prediction_id": shown.id if shown is not None else None,
-                    "model_version": shown.model_version if shown is not None else None,
-                    "prompt_hash": prompt_hashes.get(shown.response_id)
-                    if shown is not None
-                    else None,
-                    "ls_project_id": pid,
-                }
-            )
-    # every field row of an annotation missing from the export: deleted in Label Studio
-    newly_gone = [
-        r.id for (sid, _), r in existing.items() if sid not in present and r.deleted_at is None
-    ]
-    stats["deleted"] = len(
-        {sid for (sid, _), r in existing.items() if sid not in present and r.deleted_at is None}
-    )
-    with store.begin() as conn:
-        if inserts:
-            conn.execute(a.insert(), inserts)
-        for k in range(0, len(newly_gone), 5000):
-            conn.execute(
-                a.update().where(a.c.id.in_(newly_gone[k : k + 5000])).values(deleted_at=stored_at)
-            )
-        for k in range(0, len(restored_sids), 5000):
-            conn.execute(
-                a.update()
-                .where(a.c.project == project.name, a.c.source_id.in_(restored_sids[k : k + 5000]))
-                .values(deleted_at=None)
-            )
-        for rid, new, hist in updates:
-            if hist:
-                conn.execute(h.insert().values(**hist))
-            conn.execute(a.update().where(a.c.id == rid).values(**new))
-        if exposures:
-            _upsert_exposures(conn, exposures, stored_at)
-    rep.annotations += stats["annotations"]
-    rep.new += stats["new"]
-    rep.updated += stats["updated"]
-    rep.unchanged += stats["unchanged"]
-    rep.deleted += stats["deleted"]
-    rep.restored += stats["restored"]
-    return stats
+                continue
+            if old.deleted_at is not None:  # back in Label Studio
+                restored = True
+            changed_any = self._field_update(old, row) or changed_any
+        if restored:
+            self.stats["restored"] += 1
+            self.restored_sids.append(sid)
+        if all((sid, n) not in self.existing for n in types):
+            self.stats["new"] += 1
+        elif changed_any:
+            self.stats["updated"] += 1
+        else:
+            self.stats["unchanged"] += 1
+        self.exposures.append(
+            {
+                "project": self.project.name,
+                "item_id": item_id,
+                "annotator": annotator,
+                "arm": self.arm,
+                "prediction_id": shown.id if shown is not None else None,
+                "model_version": shown.model_version if shown is not None else None,
+                "prompt_hash": self.prompt_hashes.get(shown.response_id)
+                if shown is not None
+                else None,
+                "ls_project_id": pid,
+            }
+        )
+
+    def _field_update(self, old: Any, row: dict[str, Any]) -> bool:
+        """Queue the update of a stored field row that changed; whether it did. A changed
+        value bumps the revision and keeps the old one in the history."""
+        val, cancelled = row["value"], row["skipped"]
+        value_changed = old.value != val or bool(old.skipped) != cancelled
+        meta_changed = (
+            old.lead_time != row["lead_time"]
+            or not _same_time(old.source_updated_at, row["source_updated_at"])
+            or old.origin != row["origin"]
+            or old.kept != row["kept"]
+            or old.annotator != row["annotator"]
+            or bool(old.ground_truth) != row["ground_truth"]
+            or old.parent_prediction != row["parent_prediction"]
+            or old.deleted_at is not None
+        )
+        if not (value_changed or meta_changed):
+            return False
+        new = {k: v for k, v in row.items() if k not in ("project", "source_id", "field_path")}
+        hist = {}
+        if value_changed:
+            new["revision"] = int(old.revision) + 1
+            new["stored_at"] = self.stored_at
+            hist = {
+                "annotation_id": old.id,
+                "revision": old.revision,
+                "value": old.value,
+                "skipped": old.skipped,
+                "source_updated_at": old.source_updated_at,
+                "replaced_at": self.stored_at,
+            }
+        self.updates.append((old.id, new, hist))
+        return True
+
+    def _write(self) -> None:
+        """Every change in one transaction; annotations missing from the export (every
+        field row of them) are marked deleted in Label Studio."""
+        a, h = tables.annotations, tables.annotation_history
+        gone = [
+            (sid, r.id)
+            for (sid, _), r in self.existing.items()
+            if sid not in self.present and r.deleted_at is None
+        ]
+        newly_gone = [rid for _, rid in gone]
+        self.stats["deleted"] = len({sid for sid, _ in gone})
+        stored_at = self.stored_at
+        with self.store.begin() as conn:
+            if self.inserts:
+                conn.execute(a.insert(), self.inserts)
+            for k in range(0, len(newly_gone), 5000):
+                conn.execute(
+                    a.update()
+                    .where(a.c.id.in_(newly_gone[k : k + 5000]))
+                    .values(deleted_at=stored_at)
+                )
+            for k in range(0, len(self.restored_sids), 5000):
+                conn.execute(
+                    a.update()
+                    .where(
+                        a.c.project == self.project.name,
+                        a.c.source_id.in_(self.restored_sids[k : k + 5000]),
+                    )
+                    .values(deleted_at=None)
+                )
+            for rid, new, hist in self.updates:
+                if hist:
+                    conn.execute(h.insert().values(**hist))
+                conn.execute(a.update().where(a.c.id == rid).values(**new))
+            if self.exposures:
+                _upsert_exposures(conn, self.exposures, stored_at)

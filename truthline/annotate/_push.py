@@ -272,21 +272,7 @@ def push(
     progress: bool = True,
 ) -> PushReport:
     """Create the arm's Label Studio project if needed and import the tasks it lacks."""
-    if arm not in ARMS:
-        raise TruthlineError(f"unknown arm {arm!r} (use one of {', '.join(ARMS)})")
-    if overlap is not None and overlap < 1:
-        raise TruthlineError(f"--overlap must be at least 1 (annotations per task), got {overlap}")
-    if split is not None and not 0 <= split <= 1:
-        raise TruthlineError(f"--split must be between 0 and 1, got {split}")
-    if sample is not None and sample < 1:
-        raise TruthlineError(f"--sample must be a positive number of items, got {sample}")
-    if strategy not in ("random", "risk"):
-        raise TruthlineError(f"unknown --strategy {strategy!r} (random or risk)")
-    if urlsplit(media_base).scheme not in ("http", "https") or not urlsplit(media_base).hostname:
-        raise TruthlineError(
-            f"--media-url {media_base!r} is not an http(s) URL annotators' browsers can load "
-            "media from (e.g. http://127.0.0.1:8090)"
-        )
+    _check_push_args(arm, overlap, split, sample, strategy, media_base)
     if annotators:
         from truthline.annotate._users import check_emails
 
@@ -302,7 +288,6 @@ def push(
     if not items:
         raise TruthlineError(f"project {project.name!r} has no items; run `truthline items import`")
     preds: dict[int, Any] = {}
-    weights: dict[int, float] = {}
     review_preds: dict[int, list[tuple[str, dict]]] = {}
     seed = project.audit.seed if seed is None else seed
     if arm == "review":
@@ -314,145 +299,227 @@ def push(
     if arm == "anchored":
         model_version, preds = _predictions(store, project.name, model_version)
     ls_pid, title = ensure_ls_project(client, store, project, arm, cohort=cohort, overlap=overlap)
-    rep = PushReport(
+    job = _PushJob(
+        store=store,
+        project=project,
+        client=client,
         arm=arm,
-        cohort=cohort,
-        ls_project_id=ls_pid,
-        title=title,
-        project_url=f"{client.url}/projects/{ls_pid}/data",
-        model_version=model_version if arm == "anchored" else None,
-        seed=seed,
+        ls_pid=ls_pid,
+        items=items,
+        preds=preds,
+        review_preds=review_preds,
+        annotators=annotators or [],
+        model_version=model_version,
+        urls=_Urls(media_base, media_root),
+        rep=PushReport(
+            arm=arm,
+            cohort=cohort,
+            ls_project_id=ls_pid,
+            title=title,
+            project_url=f"{client.url}/projects/{ls_pid}/data",
+            model_version=model_version if arm == "anchored" else None,
+            seed=seed,
+        ),
     )
-
-    # what the server already holds (recovers a batch stored before an interruption)
-    on_server = client.tasks_by_item(ls_pid)
-    lt = tables.ls_tasks
-    with store.begin() as conn:
-        recorded = {
-            r.item_id
-            for r in conn.execute(
-                select(lt.c.item_id).where(
-                    lt.c.ls_project_id == ls_pid, lt.c.server_url == client.url
-                )
-            )
-        }
-    recover = [
-        {"item_id": i, "ls_task_id": t, "prediction_id": preds[i].id if i in preds else None}
-        for i, t in on_server.items()
-        if i not in recorded and i in items
-    ]
-    if recover:
-        _record(store, client, ls_pid, recover, [])
-    rep.recovered = len(recover)
-    rep.existing = len(on_server)
-
+    on_server = job.recover()
     todo = [i for i in chosen if i not in on_server]
     if arm == "anchored":
-        rep.skipped_no_prediction = sum(1 for i in todo if i not in preds)
+        job.rep.skipped_no_prediction = sum(1 for i in todo if i not in preds)
         todo = [i for i in todo if i in preds]
     if arm == "review":
         # --sample N is the review project's target size: a rerun tops it up, never adds N more
         want = None if sample is None else max(0, sample - len(on_server))
         if want == 0:
             todo = []
-            weights = {}
         else:
-            todo, weights = _sample_review(store, project, todo, review_preds, want, strategy, seed)
-        rep.sample_weights = {str(i): w for i, w in weights.items()}
+            todo, job.weights = _sample_review(
+                store, project, todo, review_preds, want, strategy, seed
+            )
+        job.rep.sample_weights = {str(i): w for i, w in job.weights.items()}
+    job.send(todo, batch, progress)
+    if arm == "anchored" and (job.rep.created or job.rep.existing):
+        _show_prefill(client, ls_pid, job.rep)
+    return job.rep
 
-    urls = _Urls(media_base, media_root)
 
-    def build(chunk: list[int]) -> list[dict]:
+def _check_push_args(
+    arm: str,
+    overlap: int | None,
+    split: float | None,
+    sample: int | None,
+    strategy: str,
+    media_base: str,
+) -> None:
+    """One clear line per bad option, before anything touches the server or the store."""
+    if arm not in ARMS:
+        raise TruthlineError(f"unknown arm {arm!r} (use one of {', '.join(ARMS)})")
+    if overlap is not None and overlap < 1:
+        raise TruthlineError(f"--overlap must be at least 1 (annotations per task), got {overlap}")
+    if split is not None and not 0 <= split <= 1:
+        raise TruthlineError(f"--split must be between 0 and 1, got {split}")
+    if sample is not None and sample < 1:
+        raise TruthlineError(f"--sample must be a positive number of items, got {sample}")
+    if strategy not in ("random", "risk"):
+        raise TruthlineError(f"unknown --strategy {strategy!r} (random or risk)")
+    if urlsplit(media_base).scheme not in ("http", "https") or not urlsplit(media_base).hostname:
+        raise TruthlineError(
+            f"--media-url {media_base!r} is not an http(s) URL annotators' browsers can load "
+            "media from (e.g. http://127.0.0.1:8090)"
+        )
+
+
+def _show_prefill(client: LSClient, ls_pid: int, rep: PushReport) -> None:
+    """Show the prefill to anchored annotators (under its neutral label)."""
+    try:
+        client.patch(
+            f"/api/projects/{ls_pid}",
+            {"show_collab_predictions": True, "model_version": PREFILL_LABEL},
+        )
+    except LabelStudioError as exc:
+        # a project pushed before predictions were labelled neutrally holds none under
+        # PREFILL_LABEL (Label Studio refuses the name); it keeps the version it was given
+        if exc.status != 400 or rep.created:
+            raise
+
+
+@dataclass
+class _PushJob:
+    """One arm's push to one Label Studio project: builds task payloads, imports them in
+    batches and records every confirmed batch at once (a rerun never re-imports it)."""
+
+    store: Store
+    project: Any
+    client: LSClient
+    arm: str
+    ls_pid: int
+    items: dict[int, dict[str, Any]]
+    preds: dict[int, Any]
+    review_preds: dict[int, list[tuple[str, dict]]]
+    annotators: list[str]
+    model_version: str | None
+    urls: _Urls
+    rep: PushReport
+    weights: dict[int, float] = field(default_factory=dict)
+
+    def recover(self) -> dict[int, int]:
+        """What the server already holds (item -> task id); records tasks of a batch the
+        server stored before an interruption cut us off."""
+        on_server = self.client.tasks_by_item(self.ls_pid)
+        lt = tables.ls_tasks
+        with self.store.begin() as conn:
+            recorded = {
+                r.item_id
+                for r in conn.execute(
+                    select(lt.c.item_id).where(
+                        lt.c.ls_project_id == self.ls_pid, lt.c.server_url == self.client.url
+                    )
+                )
+            }
+        recover = [
+            {
+                "item_id": i,
+                "ls_task_id": t,
+                "prediction_id": self.preds[i].id if i in self.preds else None,
+            }
+            for i, t in on_server.items()
+            if i not in recorded and i in self.items
+        ]
+        if recover:
+            _record(self.store, self.client, self.ls_pid, recover, [])
+        self.rep.recovered = len(recover)
+        self.rep.existing = len(on_server)
+        return on_server
+
+    def build(self, chunk: list[int]) -> list[dict]:
         payload = []
         for i in chunk:
-            it = items[i]
+            it = self.items[i]
             shown: list[tuple[str, dict]] = []
-            if arm == "anchored":
-                shown = [("", preds[i].values)]
-            elif arm == "review":
-                shown = list(review_preds[i])
-            t: dict[str, Any] = {"data": task_data(project, i, urls(it), it["key"], shown=shown)}
-            if arm == "anchored":
+            if self.arm == "anchored":
+                shown = [("", self.preds[i].values)]
+            elif self.arm == "review":
+                shown = list(self.review_preds[i])
+            t: dict[str, Any] = {
+                "data": task_data(self.project, i, self.urls(it), it["key"], shown=shown)
+            }
+            if self.arm == "anchored":
                 # the model's name stays in the store; annotators see a neutral label
                 t["predictions"] = [
                     {
                         "model_version": PREFILL_LABEL,
-                        "result": values_to_results(project, preds[i].values, normalized=True),
+                        "result": values_to_results(
+                            self.project, self.preds[i].values, normalized=True
+                        ),
                     }
                 ]
-            elif arm == "review":
+            elif self.arm == "review":
                 t["predictions"] = [
-                    {"model_version": f"tier1:{who}", "result": values_to_results(project, vals)}
-                    for who, vals in review_preds[i]
+                    {
+                        "model_version": f"tier1:{who}",
+                        "result": values_to_results(self.project, vals),
+                    }
+                    for who, vals in self.review_preds[i]
                 ]
             payload.append(t)
         return payload
 
-    def record(chunk: list[int], resp: dict) -> None:
+    def record(self, chunk: list[int], resp: dict) -> None:
         ids = resp.get("task_ids") or []
         if len(ids) != len(chunk):
             raise TruthlineError(
-                f"Label Studio project {ls_pid}: imported {len(chunk)} tasks but got "
+                f"Label Studio project {self.ls_pid}: imported {len(chunk)} tasks but got "
                 f"{len(ids)} ids back; rerun push to reconcile"
             )
         rows, exps = [], []
         for i, tid in zip(chunk, ids, strict=True):
-            pr = preds.get(i)
+            pr = self.preds.get(i)
             rows.append(
                 {
                     "item_id": i,
                     "ls_task_id": int(tid),
                     "prediction_id": pr.id if pr is not None else None,
-                    "sample_weight": weights.get(i),
+                    "sample_weight": self.weights.get(i),
                 }
             )
-            for who in annotators or []:
+            for who in self.annotators:
                 exps.append(
                     {
-                        "project": project.name,
+                        "project": self.project.name,
                         "item_id": i,
                         "annotator": who,
-                        "arm": arm,
+                        "arm": self.arm,
                         "prediction_id": pr.id if pr is not None else None,
-                        "model_version": model_version if pr is not None else None,
+                        "model_version": self.model_version if pr is not None else None,
                         "prompt_hash": pr.prompt_hash if pr is not None else None,
-                        "ls_project_id": ls_pid,
+                        "ls_project_id": self.ls_pid,
                     }
                 )
-        _record(store, client, ls_pid, rows, exps)
-        rep.created += len(chunk)
-        rep.predictions += int(resp.get("prediction_count") or 0)
+        _record(self.store, self.client, self.ls_pid, rows, exps)
+        self.rep.created += len(chunk)
+        self.rep.predictions += int(resp.get("prediction_count") or 0)
 
-    from rich.progress import Progress
+    def send(self, todo: list[int], batch: int, progress: bool) -> None:
+        from rich.progress import Progress
 
-    chunks = [todo[s : s + batch] for s in range(0, len(todo), batch)]
-    with (
-        Progress(disable=not progress, transient=True) as bar,
-        ThreadPoolExecutor(max_workers=1) as pool,
-    ):
-        task = bar.add_task(f"pushing {arm} tasks", total=len(todo))
-        # pipelined: the next batch is built while the server imports the current one;
-        # one request at a time, each batch recorded as soon as the server confirms it
-        nxt = build(chunks[0]) if chunks else []
-        for k, chunk in enumerate(chunks):
-            fut = pool.submit(
-                client.post, f"/api/projects/{ls_pid}/import", nxt, return_task_ids="true"
-            )
-            nxt = build(chunks[k + 1]) if k + 1 < len(chunks) else []
-            record(chunk, fut.result())
-            bar.advance(task, len(chunk))
-    if arm == "anchored" and (rep.created or rep.existing):
-        try:
-            client.patch(
-                f"/api/projects/{ls_pid}",
-                {"show_collab_predictions": True, "model_version": PREFILL_LABEL},
-            )
-        except LabelStudioError as exc:
-            # a project pushed before predictions were labelled neutrally holds none under
-            # PREFILL_LABEL (Label Studio refuses the name); it keeps the version it was given
-            if exc.status != 400 or rep.created:
-                raise
-    return rep
+        chunks = [todo[s : s + batch] for s in range(0, len(todo), batch)]
+        with (
+            Progress(disable=not progress, transient=True) as bar,
+            ThreadPoolExecutor(max_workers=1) as pool,
+        ):
+            task = bar.add_task(f"pushing {self.arm} tasks", total=len(todo))
+            # pipelined: the next batch is built while the server imports the current one;
+            # one request at a time, each batch recorded as soon as the server confirms it
+            nxt = self.build(chunks[0]) if chunks else []
+            for k, chunk in enumerate(chunks):
+                fut = pool.submit(
+                    self.client.post,
+                    f"/api/projects/{self.ls_pid}/import",
+                    nxt,
+                    return_task_ids="true",
+                )
+                nxt = self.build(chunks[k + 1]) if k + 1 < len(chunks) else []
+                self.record(chunk, fut.result())
+                bar.advance(task, len(chunk))
 
 
 # -- review ------------------------------------------------------------------------------------

@@ -252,8 +252,60 @@ def load(store: Store, project: Project, *, model_version: str | None = None) ->
     """
     t = tables
     name = project.name
-    a_t = t.annotations
-    live = (a_t.c.project == name, a_t.c.deleted_at.is_(None))
+    with store.begin() as conn:
+        items = conn.execute(
+            select(t.items.c.id, t.items.c.key, t.items.c.parent)
+            .where(t.items.c.project == name)
+            .order_by(t.items.c.id)
+        ).all()
+        model_version, pred_id, raw_pred = _prefill(conn, name, model_version)
+        tier2 = list(_group(conn.execute(_annotation_rows(name, tier2=True))))
+        tier2.sort(key=lambda g: g["first"])
+        frames = _frames(raw_pred, tier2)
+        pred = {i: flatten_values(project, v, frames[i]) for i, v in raw_pred.items()}
+        del raw_pred
+        reader = _AnnotationReader(project, frames)
+        for g in tier2:
+            reader.add_tier2(g)
+        del tier2
+        rows = conn.execute(_annotation_rows(name, tier2=False).execution_options(yield_per=2000))
+        for g in _group(rows):
+            reader.add(g)
+        frames.clear()
+        excl, arms, weights = _item_context(conn, name)
+
+    item_ids = [r.id for r in items]
+    data = AuditData(
+        project=project,
+        fields=audited_fields(project),
+        item_ids=item_ids,
+        item_index={i: k for k, i in enumerate(item_ids)},
+        clusters=[str(r.parent) if r.parent else f"item:{r.id}" for r in items],
+        item_keys={r.id: r.key for r in items},
+        model_version=model_version,
+        pred=pred,
+        pred_id=pred_id,
+        expert=reader.expert,
+        expert_annotator=reader.expert_annotator,
+        adjudicated=reader.adjudicated,
+        annotations=reader.in_store_order(),
+        exclusions={a: r for a, r in excl},
+        arms={int(k): v for k, v in arms.items()},
+        review_weights={int(k): float(w) for k, w in weights.items()},
+    )
+    data.d, data.codes = _decisions(data)
+    return data
+
+
+def _live(name: str) -> tuple[Any, ...]:
+    a_t = tables.annotations
+    return (a_t.c.project == name, a_t.c.deleted_at.is_(None))
+
+
+def _annotation_rows(name: str, *, tier2: bool) -> Any:
+    """Live annotation rows of tier 2 (or of every other tier), grouped-ready: ordered by
+    source_id, then row id."""
+    a_t = tables.annotations
     cols = (
         a_t.c.id,
         a_t.c.source_id,
@@ -268,158 +320,139 @@ def load(store: Store, project: Project, *, model_version: str | None = None) ->
         a_t.c.shown_prediction_id,
         a_t.c.flagged,
     )
-    with store.begin() as conn:
-        items = conn.execute(
-            select(t.items.c.id, t.items.c.key, t.items.c.parent)
-            .where(t.items.c.project == name)
-            .order_by(t.items.c.id)
+    tier = a_t.c.tier == 2 if tier2 else a_t.c.tier != 2
+    return select(*cols).where(*_live(name), tier).order_by(a_t.c.source_id, a_t.c.id)
+
+
+def _prefill(
+    conn: Any, name: str, model_version: str | None
+) -> tuple[str | None, dict[int, int], dict[int, Any]]:
+    """``(v, item -> prediction id, item -> raw values)`` of the audited prefill version
+    ``v``: the one asked for, else the version shown to anchored annotators (rows that
+    showed it, first shown first), else the most common version."""
+    t = tables
+    preds = conn.execute(
+        select(t.predictions.c.id, t.predictions.c.item_id, t.predictions.c.model_version).where(
+            t.predictions.c.project == name
+        )
+    ).all()
+    if model_version is not None and not any(p.model_version == model_version for p in preds):
+        from truthline.errors import TruthlineError
+
+        have = sorted({str(p.model_version) for p in preds})
+        raise TruthlineError(
+            f"no predictions of model version {model_version!r} in project {name!r} "
+            f"(have: {', '.join(have) or 'none'})"
+        )
+    if model_version is None:
+        a_t = t.annotations
+        shown = conn.execute(
+            select(a_t.c.shown_prediction_id, func.count(), func.min(a_t.c.id))
+            .where(*_live(name), a_t.c.shown_prediction_id.is_not(None))
+            .group_by(a_t.c.shown_prediction_id)
+            .order_by(func.min(a_t.c.id))
         ).all()
-        preds = conn.execute(
-            select(
-                t.predictions.c.id, t.predictions.c.item_id, t.predictions.c.model_version
-            ).where(t.predictions.c.project == name)
+        by_id = {p.id: p.model_version for p in preds}
+        versions: Counter[str] = Counter()
+        for pid, n, _ in shown:
+            if pid in by_id:
+                versions[by_id[pid]] += int(n)
+        if not versions:
+            versions = Counter(p.model_version for p in preds)
+        model_version = versions.most_common(1)[0][0] if versions else None
+    raw_pred = dict(
+        conn.execute(
+            select(t.predictions.c.item_id, t.predictions.c["values"]).where(
+                t.predictions.c.project == name,
+                t.predictions.c.model_version == model_version,
+            )
         ).all()
-        if model_version is not None and not any(p.model_version == model_version for p in preds):
-            from truthline.errors import TruthlineError
-
-            have = sorted({str(p.model_version) for p in preds})
-            raise TruthlineError(
-                f"no predictions of model version {model_version!r} in project {name!r} "
-                f"(have: {', '.join(have) or 'none'})"
-            )
-        if model_version is None:
-            # which prediction is v: the version shown to anchored annotators (rows that
-            # showed it, first shown first), else the most common version
-            shown = conn.execute(
-                select(a_t.c.shown_prediction_id, func.count(), func.min(a_t.c.id))
-                .where(*live, a_t.c.shown_prediction_id.is_not(None))
-                .group_by(a_t.c.shown_prediction_id)
-                .order_by(func.min(a_t.c.id))
-            ).all()
-            by_id = {p.id: p.model_version for p in preds}
-            versions: Counter[str] = Counter()
-            for pid, n, _ in shown:
-                if pid in by_id:
-                    versions[by_id[pid]] += int(n)
-            if not versions:
-                versions = Counter(p.model_version for p in preds)
-            model_version = versions.most_common(1)[0][0] if versions else None
-        raw_pred = dict(
-            conn.execute(
-                select(t.predictions.c.item_id, t.predictions.c["values"]).where(
-                    t.predictions.c.project == name,
-                    t.predictions.c.model_version == model_version,
-                )
-            ).all()
-        )
-        pred_id = {p.item_id: p.id for p in preds if p.model_version == model_version}
-        del preds
-        tier2 = list(
-            _group(
-                conn.execute(
-                    select(*cols).where(*live, a_t.c.tier == 2).order_by(a_t.c.source_id, a_t.c.id)
-                )
-            )
-        )
-        tier2.sort(key=lambda g: g["first"])
-
-        # frames for entity alignment: the prediction, else the first tier-2 value
-        frames: dict[int, dict[str, Any]] = defaultdict(dict)
-        for item, vals in raw_pred.items():
-            frames[item].update(vals)
-        for g in tier2:
-            for k, v in g["values"].items():
-                frames[g["item"]].setdefault(k, v)
-        pred = {i: flatten_values(project, v, frames[i]) for i, v in raw_pred.items()}
-        del raw_pred
-
-        firsts: list[int] = []
-        annotations: list[Annotation] = []
-
-        def add(g: dict[str, Any]) -> Annotation:
-            a = Annotation(
-                g["sid"],
-                g["item"],
-                g["annotator"],
-                g["arm"],
-                g["tier"],
-                g["lead"],
-                flatten_values(project, g["values"], frames.get(g["item"], {})),
-                g["skipped"] or _NO_SKIPS,
-                g["shown"],
-                g["flagged"],
-                len(g["values"]),
-            )
-            annotations.append(a)
-            firsts.append(g["first"])
-            return a
-
-        expert: dict[int, dict[str, Any]] = {}
-        expert_ann: dict[int, str] = {}
-        adjud: dict[int, dict[str, Any]] = {}
-        for g in tier2:
-            a = add(g)
-            if a.arm == "adjudication":
-                adjud.setdefault(a.item, {}).update(a.values)
-            elif a.item not in expert:
-                expert[a.item] = a.values
-                expert_ann[a.item] = a.annotator
-        del tier2
-        rows = conn.execute(
-            select(*cols)
-            .where(*live, a_t.c.tier != 2)
-            .order_by(a_t.c.source_id, a_t.c.id)
-            .execution_options(yield_per=2000)
-        )
-        for g in _group(rows):
-            add(g)
-        frames.clear()
-        excl = conn.execute(
-            select(t.exclusions.c.annotator, t.exclusions.c.reason)
-            .where(t.exclusions.c.project == name, t.exclusions.c.active.is_(True))
-            .order_by(t.exclusions.c.decided_at)
-        ).all()
-        arms = dict(
-            conn.execute(
-                select(t.arm_assignments.c.item_id, t.arm_assignments.c.arm).where(
-                    t.arm_assignments.c.project == name
-                )
-            ).all()
-        )
-        weights = dict(
-            conn.execute(
-                select(t.audit_queue.c.item_id, t.audit_queue.c.weight).where(
-                    t.audit_queue.c.project == name,
-                    t.audit_queue.c.kind == "expert_review",
-                    t.audit_queue.c.selected.is_(True),
-                )
-            ).all()
-        )
-    # the order of the store (first row id), as every consumer expects
-    order = sorted(range(len(annotations)), key=firsts.__getitem__)
-    annotations = [annotations[k] for k in order]
-
-    item_ids = [r.id for r in items]
-    data = AuditData(
-        project=project,
-        fields=audited_fields(project),
-        item_ids=item_ids,
-        item_index={i: k for k, i in enumerate(item_ids)},
-        clusters=[str(r.parent) if r.parent else f"item:{r.id}" for r in items],
-        item_keys={r.id: r.key for r in items},
-        model_version=model_version,
-        pred=pred,
-        pred_id=pred_id,
-        expert=expert,
-        expert_annotator=expert_ann,
-        adjudicated=adjud,
-        annotations=annotations,
-        exclusions={a: r for a, r in excl},
-        arms={int(k): v for k, v in arms.items()},
-        review_weights={int(k): float(w) for k, w in weights.items()},
     )
-    data.d, data.codes = _decisions(data)
-    return data
+    pred_id = {p.item_id: p.id for p in preds if p.model_version == model_version}
+    return model_version, pred_id, raw_pred
+
+
+def _frames(raw_pred: dict[int, Any], tier2: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """Frames for entity alignment per item: the prediction, else the first tier-2 value."""
+    frames: dict[int, dict[str, Any]] = defaultdict(dict)
+    for item, vals in raw_pred.items():
+        frames[item].update(vals)
+    for g in tier2:
+        for k, v in g["values"].items():
+            frames[g["item"]].setdefault(k, v)
+    return frames
+
+
+class _AnnotationReader:
+    """Flattens grouped annotation rows one at a time; keeps the first expert value and
+    the adjudicated values per item, and restores the store's order at the end."""
+
+    def __init__(self, project: Project, frames: dict[int, dict[str, Any]]):
+        self.project = project
+        self.frames = frames
+        self.annotations: list[Annotation] = []
+        self.firsts: list[int] = []
+        self.expert: dict[int, dict[str, Any]] = {}
+        self.expert_annotator: dict[int, str] = {}
+        self.adjudicated: dict[int, dict[str, Any]] = {}
+
+    def add(self, g: dict[str, Any]) -> Annotation:
+        a = Annotation(
+            g["sid"],
+            g["item"],
+            g["annotator"],
+            g["arm"],
+            g["tier"],
+            g["lead"],
+            flatten_values(self.project, g["values"], self.frames.get(g["item"], {})),
+            g["skipped"] or _NO_SKIPS,
+            g["shown"],
+            g["flagged"],
+            len(g["values"]),
+        )
+        self.annotations.append(a)
+        self.firsts.append(g["first"])
+        return a
+
+    def add_tier2(self, g: dict[str, Any]) -> None:
+        a = self.add(g)
+        if a.arm == "adjudication":
+            self.adjudicated.setdefault(a.item, {}).update(a.values)
+        elif a.item not in self.expert:
+            self.expert[a.item] = a.values
+            self.expert_annotator[a.item] = a.annotator
+
+    def in_store_order(self) -> list[Annotation]:
+        """The order of the store (first row id), as every consumer expects."""
+        order = sorted(range(len(self.annotations)), key=self.firsts.__getitem__)
+        return [self.annotations[k] for k in order]
+
+
+def _item_context(conn: Any, name: str) -> tuple[list[Any], dict[Any, str], dict[Any, float]]:
+    """Active exclusions (oldest decision first), arm per item, expert-review weights."""
+    t = tables
+    excl = conn.execute(
+        select(t.exclusions.c.annotator, t.exclusions.c.reason)
+        .where(t.exclusions.c.project == name, t.exclusions.c.active.is_(True))
+        .order_by(t.exclusions.c.decided_at)
+    ).all()
+    arms = dict(
+        conn.execute(
+            select(t.arm_assignments.c.item_id, t.arm_assignments.c.arm).where(
+                t.arm_assignments.c.project == name
+            )
+        ).all()
+    )
+    weights = dict(
+        conn.execute(
+            select(t.audit_queue.c.item_id, t.audit_queue.c.weight).where(
+                t.audit_queue.c.project == name,
+                t.audit_queue.c.kind == "expert_review",
+                t.audit_queue.c.selected.is_(True),
+            )
+        ).all()
+    )
+    return excl, arms, weights
 
 
 def _decisions(data: AuditData) -> tuple[dict[str, np.ndarray], CodeTable]:

@@ -13,6 +13,8 @@ import random
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from sqlalchemy import select
+
 from truthline.fields import EntityList
 from truthline.project import Project
 from truthline.simulate._annotators import decide_annotation, get_behaviour
@@ -131,146 +133,33 @@ def build_scenario(
     expert_items = round(363 * scale) if expert_items is None else expert_items
     blind_pairs = round(102 * scale) if blind_pairs is None else blind_pairs
     anchored_pairs = round(289 * scale) if anchored_pairs is None else anchored_pairs
-    t = tables
     rng = random.Random(seed)
     diff = dict(DIFFICULTY if difficulty is None else difficulty)
     store.upsert_project(project)
     ts = now()
-    specs = make_specs(n_items, seed)
     version = f"simulated:{prefill_profile}"
     bench_version = f"simulated:{prefill_profile}@benchmark"
+    w = _Writer(store, project, seed, ts)
+    items = w.items(make_specs(n_items, seed))
+    prefill, pred_id = w.predictions(items, prefill_profile, bench_version, rerun_agreement)
+    plan = _plan(len(items), team, rng, blind_pairs, anchored_pairs, expert_items)
+    arm_rows = [
+        dict(
+            project=project.name,
+            item_id=item,
+            arm="blind" if i in plan.blind else "anchored",
+            seed=seed,
+            weight=1.0,
+            created_at=ts,
+        )
+        for i, (item, _key, _truth) in enumerate(items)
+    ]
+    exp_rows, ann_rows = w.annotations(items, plan, prefill, pred_id, version, diff, expert_name)
     with store.begin() as conn:
-        conn.execute(
-            t.items.insert(),
-            [
-                dict(
-                    project=project.name,
-                    key=f"simulated/{s.key}",
-                    media_kind=project.media,
-                    media=[],
-                    media_root="",
-                    content_hash=json_hash(["simulated", s.key]),
-                    meta={
-                        "site": s.site,
-                        "camera": s.camera,
-                        "visibility": s.visibility,
-                        "scene_type": s.scene_type,
-                        "video": s.video,
-                        "simulated": True,
-                    },
-                    parent=s.video,
-                    sim_truth=truth_of(s),
-                    created_at=ts,
-                    updated_at=ts,
-                )
-                for s in specs
-            ],
-        )
-    ids = store.item_ids_by_key(project.name)
-    items = [(ids[f"simulated/{s.key}"], f"simulated/{s.key}", truth_of(s)) for s in specs]
-
-    # predictions: the SIMULATED prefill, and a re-run of it for the provenance gradient
-    prefill: dict[int, dict[str, Any]] = {}
-    rows = []
-    for item, key, truth in items:
-        p = _normalize(project, simulated_answer(prefill_profile, truth, project, key))
-        prefill[item] = p
-        fresh = _normalize(
-            project, simulated_answer(prefill_profile, truth, project, f"{key}#benchmark")
-        )
-        b = _rerun(project, p, fresh, rerun_agreement, random.Random(f"{seed}:{key}:rerun"))
-        for ver, vals in ((version, p), (bench_version, b)):
-            rows.append(
-                dict(
-                    project=project.name,
-                    item_id=item,
-                    model_version=ver,
-                    values=vals,
-                    status="parsed",
-                    simulated=True,
-                    created_at=ts,
-                )
-            )
-    with store.begin() as conn:
-        conn.execute(t.predictions.insert(), rows)
-        from sqlalchemy import select
-
-        pred_id = dict(
-            conn.execute(
-                select(t.predictions.c.item_id, t.predictions.c.id).where(
-                    t.predictions.c.project == project.name,
-                    t.predictions.c.model_version == version,
-                )
-            ).all()
-        )
-
-    # arms and assignments
-    order = list(range(len(items)))
-    rng.shuffle(order)
-    blind_idx = set(order[:blind_pairs])
-    anchored_idx = [i for i in order if i not in blind_idx]
-    pair_idx = set(anchored_idx[:anchored_pairs])
-    expert_idx = set(rng.sample(range(len(items)), min(expert_items, len(items))))
-    blind_team = [m for m in team if m.blind]
-    weights = [m.share for m in team]
-    assignments: list[tuple[int, TeamMember, str]] = []
-    for i in range(len(items)):
-        if i in blind_idx:
-            for m in rng.sample(blind_team, 2):
-                assignments.append((i, m, "blind"))
-            continue
-        first = rng.choices(team, weights)[0]
-        assignments.append((i, first, "anchored"))
-        if i in pair_idx:
-            rest = [m for m in team if m is not first]
-            assignments.append((i, rng.choices(rest, [m.share for m in rest])[0], "anchored"))
-
-    ann_rows, exp_rows, arm_rows = [], [], []
-    for i, (item, _key, _truth) in enumerate(items):
-        arm_rows.append(
-            dict(
-                project=project.name,
-                item_id=item,
-                arm="blind" if i in blind_idx else "anchored",
-                seed=seed,
-                weight=1.0,
-                created_at=ts,
-            )
-        )
-    for i, m, arm in assignments:
-        item, key, truth = items[i]
-        shown = prefill[item] if arm == "anchored" else None
-        d = decide_annotation(
-            m.behaviour,
-            project,
-            truth,
-            shown,
-            random.Random(f"{seed}:{key}:{m.name}:{arm}"),
-            difficulty=diff,
-        )
-        exp_rows.append(
-            dict(
-                project=project.name,
-                item_id=item,
-                annotator=m.name,
-                arm=arm,
-                prediction_id=pred_id[item] if shown is not None else None,
-                model_version=version if shown is not None else None,
-                created_at=ts,
-            )
-        )
-        ann_rows += _rows(project.name, item, m.name, arm, 1, d, pred_id.get(item), shown, version)
-    for i in sorted(expert_idx):
-        item, key, truth = items[i]
-        d = decide_annotation(
-            "expert", project, truth, None, random.Random(f"{seed}:{key}:{expert_name}")
-        )
-        ann_rows += _rows(project.name, item, expert_name, "review", 2, d, None, None, version)
-    with store.begin() as conn:
-        conn.execute(t.arm_assignments.insert(), arm_rows)
-        conn.execute(t.exposures.insert(), exp_rows)
+        conn.execute(tables.arm_assignments.insert(), arm_rows)
+        conn.execute(tables.exposures.insert(), exp_rows)
         for k in range(0, len(ann_rows), 5000):
-            conn.execute(t.annotations.insert(), ann_rows[k : k + 5000])
+            conn.execute(tables.annotations.insert(), ann_rows[k : k + 5000])
     return Scenario(
         project=project.name,
         seed=seed,
@@ -282,11 +171,185 @@ def build_scenario(
         benchmark_version=bench_version,
         rerun_agreement=rerun_agreement,
         expert=expert_name,
-        expert_items=len(expert_idx),
-        blind_pairs=len(blind_idx),
-        anchored_pairs=len(pair_idx),
-        counts={"annotations": len(assignments), "annotation_rows": len(ann_rows)},
+        expert_items=len(plan.expert),
+        blind_pairs=len(plan.blind),
+        anchored_pairs=len(plan.pairs),
+        counts={"annotations": len(plan.assignments), "annotation_rows": len(ann_rows)},
     )
+
+
+@dataclass
+class _Plan:
+    """Who annotates what: blind-arm items, anchored items annotated twice, expert-reviewed
+    items (indexes into the item list) and every (item, annotator, arm) assignment."""
+
+    blind: set[int]
+    pairs: set[int]
+    expert: set[int]
+    assignments: list[tuple[int, TeamMember, str]]
+
+
+def _plan(
+    n: int,
+    team: tuple[TeamMember, ...],
+    rng: random.Random,
+    blind_pairs: int,
+    anchored_pairs: int,
+    expert_items: int,
+) -> _Plan:
+    order = list(range(n))
+    rng.shuffle(order)
+    blind_idx = set(order[:blind_pairs])
+    anchored_idx = [i for i in order if i not in blind_idx]
+    pair_idx = set(anchored_idx[:anchored_pairs])
+    expert_idx = set(rng.sample(range(n), min(expert_items, n)))
+    blind_team = [m for m in team if m.blind]
+    weights = [m.share for m in team]
+    assignments: list[tuple[int, TeamMember, str]] = []
+    for i in range(n):
+        if i in blind_idx:
+            for m in rng.sample(blind_team, 2):
+                assignments.append((i, m, "blind"))
+            continue
+        first = rng.choices(team, weights)[0]
+        assignments.append((i, first, "anchored"))
+        if i in pair_idx:
+            rest = [m for m in team if m is not first]
+            assignments.append((i, rng.choices(rest, [m.share for m in rest])[0], "anchored"))
+    return _Plan(blind_idx, pair_idx, expert_idx, assignments)
+
+
+class _Writer:
+    """Writes the scenario's items and predictions and builds its annotation rows."""
+
+    def __init__(self, store: Store, project: Project, seed: int, ts: Any):
+        self.store, self.project, self.seed, self.ts = store, project, seed, ts
+
+    def items(self, specs: list[Any]) -> list[tuple[int, str, dict[str, Any]]]:
+        """Insert one SIMULATED item per clip spec; ``(id, key, truth)`` per item."""
+        name = self.project.name
+        with self.store.begin() as conn:
+            conn.execute(
+                tables.items.insert(),
+                [
+                    dict(
+                        project=name,
+                        key=f"simulated/{s.key}",
+                        media_kind=self.project.media,
+                        media=[],
+                        media_root="",
+                        content_hash=json_hash(["simulated", s.key]),
+                        meta={
+                            "site": s.site,
+                            "camera": s.camera,
+                            "visibility": s.visibility,
+                            "scene_type": s.scene_type,
+                            "video": s.video,
+                            "simulated": True,
+                        },
+                        parent=s.video,
+                        sim_truth=truth_of(s),
+                        created_at=self.ts,
+                        updated_at=self.ts,
+                    )
+                    for s in specs
+                ],
+            )
+        ids = self.store.item_ids_by_key(name)
+        return [(ids[f"simulated/{s.key}"], f"simulated/{s.key}", truth_of(s)) for s in specs]
+
+    def predictions(
+        self,
+        items: list[tuple[int, str, dict[str, Any]]],
+        profile: str,
+        bench_version: str,
+        rerun_agreement: float,
+    ) -> tuple[dict[int, dict[str, Any]], dict[int, int]]:
+        """The SIMULATED prefill and a re-run of it for the provenance gradient;
+        ``(item -> prefill values, item -> prefill prediction id)``."""
+        project, version = self.project, f"simulated:{profile}"
+        prefill: dict[int, dict[str, Any]] = {}
+        rows = []
+        for item, key, truth in items:
+            p = _normalize(project, simulated_answer(profile, truth, project, key))
+            prefill[item] = p
+            fresh = _normalize(
+                project, simulated_answer(profile, truth, project, f"{key}#benchmark")
+            )
+            rng = random.Random(f"{self.seed}:{key}:rerun")
+            b = _rerun(project, p, fresh, rerun_agreement, rng)
+            for ver, vals in ((version, p), (bench_version, b)):
+                rows.append(
+                    dict(
+                        project=project.name,
+                        item_id=item,
+                        model_version=ver,
+                        values=vals,
+                        status="parsed",
+                        simulated=True,
+                        created_at=self.ts,
+                    )
+                )
+        t = tables
+        with self.store.begin() as conn:
+            conn.execute(t.predictions.insert(), rows)
+            pred_id = dict(
+                conn.execute(
+                    select(t.predictions.c.item_id, t.predictions.c.id).where(
+                        t.predictions.c.project == project.name,
+                        t.predictions.c.model_version == version,
+                    )
+                ).all()
+            )
+        return prefill, pred_id
+
+    def annotations(
+        self,
+        items: list[tuple[int, str, dict[str, Any]]],
+        plan: _Plan,
+        prefill: dict[int, dict[str, Any]],
+        pred_id: dict[int, int],
+        version: str,
+        diff: dict[str, float],
+        expert_name: str,
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """``(exposure rows, annotation rows)``: each assignment's SIMULATED decision, then
+        the expert's reviews."""
+        project, seed = self.project, self.seed
+        exp_rows: list[dict[str, Any]] = []
+        ann_rows: list[dict[str, Any]] = []
+        for i, m, arm in plan.assignments:
+            item, key, truth = items[i]
+            shown = prefill[item] if arm == "anchored" else None
+            d = decide_annotation(
+                m.behaviour,
+                project,
+                truth,
+                shown,
+                random.Random(f"{seed}:{key}:{m.name}:{arm}"),
+                difficulty=diff,
+            )
+            exp_rows.append(
+                dict(
+                    project=project.name,
+                    item_id=item,
+                    annotator=m.name,
+                    arm=arm,
+                    prediction_id=pred_id[item] if shown is not None else None,
+                    model_version=version if shown is not None else None,
+                    created_at=self.ts,
+                )
+            )
+            ann_rows += _rows(
+                project.name, item, m.name, arm, 1, d, pred_id.get(item), shown, version
+            )
+        for i in sorted(plan.expert):
+            item, key, truth = items[i]
+            d = decide_annotation(
+                "expert", project, truth, None, random.Random(f"{seed}:{key}:{expert_name}")
+            )
+            ann_rows += _rows(project.name, item, expert_name, "review", 2, d, None, None, version)
+        return exp_rows, ann_rows
 
 
 def _rows(
