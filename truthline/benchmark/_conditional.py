@@ -445,3 +445,155 @@ def human_baseline(
     if maj_items:
         rows.append(one("raters' majority", maj_items, maj))
     return rows
+
+
+# -- the paper's per-environment tables ---------------------------------------------------------
+def fmt_ci(ci: Any, pct: bool = False) -> str | None:
+    """``0.83 [0.75, 0.90]`` (or percent); None when there is no estimate."""
+    if ci is None:
+        return None
+    k = 100.0 if pct else 1.0
+    p = ci.point if isinstance(ci, CI) else float(ci)
+    if p != p:
+        return None
+    if isinstance(ci, CI) and ci.low == ci.low:
+        return (
+            f"{k * p:.2f} [{k * ci.low:.2f}, {k * ci.high:.2f}]"
+            if not pct
+            else f"{k * p:.0f} [{k * ci.low:.0f}, {k * ci.high:.0f}]"
+        )
+    return f"{k * p:.2f}" if not pct else f"{k * p:.0f}"
+
+
+def is_pow(decisions: pd.DataFrame, accept_field: str = ACCEPT_FIELD) -> bool:
+    """Whether a run's decisions carry acceptability verdicts (a RealityBench-style run)."""
+    return bool(len(decisions)) and accept_field in set(decisions["field"])
+
+
+def pow_tables(
+    project: Any, decisions: pd.DataFrame, rs: M.Resampling | None = None
+) -> dict[str, list[dict[str, Any]]]:
+    """RealityBench's tables from a run's decisions (``load_run(...).decisions``): per
+    environment and model (frames, acceptable frames, acceptability F1, false accepts,
+    documentation on accepted and on rejected frames) and per documentation field and
+    model (score on accepted frames)."""
+    rs = rs or M.Resampling(project.benchmark.bootstrap_resamples, project.benchmark.seed)
+    env_rows: list[dict[str, Any]] = []
+    field_rows: list[dict[str, Any]] = []
+    overall: list[dict[str, Any]] = []
+    for model, d in decisions.groupby("model", sort=False):
+        s = Scored(project, d.reset_index(drop=True), pd.DataFrame(), rs)
+        r = conditional_scores(s)
+        if r.get("value") is None and "note" in r:
+            continue
+        a = r["acceptability"] or {}
+        overall.append(
+            {
+                "model": model,
+                "frames": r["frames"]["acceptable"] + r["frames"]["rejected"],
+                "acceptable frames": r["frames"]["acceptable"],
+                "acceptability F1": fmt_ci(a.get("f1")),
+                "false accepts": f"{r['false_accepts']['n']}/{r['false_accepts']['of_rejected']}",
+                "documentation (accepted)": fmt_ci(r["documentation_on_acceptable"]),
+                "documentation (rejected)": fmt_ci(r["documentation_on_rejected"]),
+            }
+        )
+        for e, x in r["by_environment"].items():
+            env_rows.append(
+                {
+                    "environment": e,
+                    "model": model,
+                    "frames": x["frames"],
+                    "acceptable frames": x["acceptable_frames"],
+                    "acceptability F1": fmt_ci(x["f1"]),
+                    "false accepts": f"{x['false_accepts']}/{x['rejected_frames']}",
+                    "false-accept rate": fmt_ci(x["false_accept_rate"]),
+                    "documentation (accepted)": fmt_ci(x["documentation"]),
+                }
+            )
+        for f, x in r["by_field"].items():
+            field_rows.append(
+                {
+                    "field": f,
+                    "model": model,
+                    "score (accepted frames)": fmt_ci(x["score"]),
+                    "n": x["n"],
+                }
+            )
+    env_rows.sort(key=lambda x: (x["environment"], str(x["model"])))
+    field_rows.sort(key=lambda x: (x["field"], str(x["model"])))
+    return {"overall": overall, "by_environment": env_rows, "by_field": field_rows}
+
+
+def report_sections(ctx: Any) -> list[Any]:
+    """RealityBench sections of ``truthline benchmark report`` (a ``SECTIONS`` builder):
+    empty unless the runs carry acceptability verdicts and the project lists the
+    ``conditional`` metric."""
+    from truthline.benchmark import load_run
+    from truthline.benchmark._report import Section
+
+    if "conditional" not in ctx.project.benchmark.metrics:
+        return []
+    parts = [load_run(ctx.store, rid, ctx.project).decisions for rid in ctx.run_ids]
+    parts = [p for p in parts if is_pow(p)]
+    if not parts:
+        return []
+    rs = M.Resampling(
+        ctx.resamples if ctx.resamples is not None else ctx.project.benchmark.bootstrap_resamples,
+        ctx.project.benchmark.seed,
+    )
+    t = pow_tables(ctx.project, pd.concat(parts, ignore_index=True), rs)
+    ctx.data["realitybench"] = t
+    return [
+        Section(
+            "RealityBench: acceptability and conditional documentation",
+            "Documentation is scored only on frames the acceptability scorer accepts; false "
+            "accepts (the model accepts a frame the scorer rejects) are counted on the rest. "
+            "Intervals: bootstrap over items (clusters) at 95 %.",
+            t["overall"],
+            n=[r["frames"] for r in t["overall"]],
+            metrics=["conditional", "acceptability"],
+        ),
+        Section(
+            "RealityBench: per environment",
+            "Per environment and model (the paper's Tables 8-9): acceptability F1 against "
+            "the scorer, false accepts over the scorer-rejected frames, documentation score "
+            "on accepted frames.",
+            t["by_environment"],
+            n=[r["frames"] for r in t["by_environment"]],
+            metrics=["conditional", "acceptability"],
+        ),
+        Section(
+            "RealityBench: documentation per field",
+            "Per documentation field on accepted frames (tolerances 1/8 in, 1/4 in, 0.2 deg; "
+            "'any named part counts' fields right on any overlap).",
+            t["by_field"],
+            n=[r["n"] for r in t["by_field"]],
+            metrics=["conditional"],
+        ),
+    ]
+
+
+def dashboard_section(ctx: Any, run_ids: Sequence[str]) -> None:
+    """The RealityBench tables on the dashboard's Benchmark page (nothing unless the runs
+    carry acceptability verdicts)."""
+    import streamlit as st
+
+    from truthline.benchmark import load_run
+
+    parts = [load_run(ctx.store, rid, ctx.project).decisions for rid in run_ids]
+    parts = [p for p in parts if is_pow(p)]
+    if not parts:
+        return
+    t = pow_tables(ctx.project, pd.concat(parts, ignore_index=True), M.Resampling(500, 0))
+    st.header("RealityBench")
+    st.caption(
+        "Documentation on scorer-accepted frames; false accepts on the rest (95 % bootstrap CIs)."
+    )
+    for key, title in (
+        ("overall", "Overall"),
+        ("by_environment", "Per environment"),
+        ("by_field", "Per documentation field"),
+    ):
+        st.subheader(title)
+        st.dataframe(pd.DataFrame(t[key]), hide_index=True)

@@ -535,3 +535,180 @@ def validate_scorer(
         "unrated_or_unscored": report.no_majority_or_score,
     }
     return ScorerValidation(tuned, report, wilson, by_env, loo, alpha, pair_v, counts)
+
+
+# -- 4: benchmark items and gold ------------------------------------------------------------------
+BENCH_PROJECT = "proof-of-work"
+GT_PROVENANCE = "scene-gt"
+SCORER_PROVENANCE = "scorer"
+META_COLUMNS = ("environment", "variant", "scene", "rendering", "bad_factors", "failed", "gray")
+
+
+def truth_of(frame: Mapping[str, Any], project: Any) -> dict[str, Any]:
+    """The gold of one frame in the benchmark project's field names: the scorer's verdict
+    for ``acceptable`` and every documentation answer (normalised by its field type)."""
+    out: dict[str, Any] = {"acceptable": bool(frame["acceptable"])}
+    for f, v in json.loads(frame["answers"]).items():
+        if f not in project.field_types:
+            continue
+        ft = project.field(f)
+        if isinstance(v, list) and ft.name != "multi_choice":
+            v = v[0]  # an "any of these names" answer: the first is the canonical one
+        out[f] = ft.normalize(v)
+    return out
+
+
+def import_benchmark(
+    ws: Any, frames: pd.DataFrame, *, project: str = BENCH_PROJECT, rendering: str = ""
+) -> Any:
+    """Register the proof-of-work project in ``ws`` (from the template when missing) and
+    import every frame's delivered image with its environment, scene, rendering and the
+    known truth (``sim_truth``: only SIMULATED models read it). Idempotent."""
+    from truthline.media import import_items
+
+    proj = (
+        ws.init_project(BENCH_PROJECT, name=project)
+        if project not in ws.project_names()
+        else ws.registered(project)
+    )
+    media = ws.media_dir / project
+    rows = []
+    for r in frames.to_dict("records"):
+        src = Path(str(r["image"]))
+        if not src.is_file():
+            raise TruthlineError(f"benchmark items: image {src} of frame {r['key']} is missing")
+        dest = media / f"{r['key']}{src.suffix}"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if not dest.exists():
+            shutil.copyfile(src, dest)
+        meta = {c: r.get(c, "") for c in META_COLUMNS}
+        meta["rendering"] = r.get("rendering") or rendering
+        meta["variant"] = r.get("variant") or meta["rendering"] or "render"
+        rows.append(
+            {"key": r["key"], **meta, "sim_truth": json.dumps(truth_of(r, proj), default=str)}
+        )
+    csv_path = ws.projects_dir / project / "frames.csv"
+    pd.DataFrame(rows).to_csv(csv_path, index=False)
+    import_items(ws.store, proj, media, metadata=csv_path, progress=False)
+    return proj
+
+
+def write_gold(store: Any, project: Any, frames: pd.DataFrame) -> str:
+    """A gold snapshot: ``acceptable`` from the scorer (provenance ``scorer``), the
+    documentation fields from the scene (``scene-gt``). Returns its hash (idempotent)."""
+    from sqlalchemy import select
+
+    from truthline.store import now, tables
+
+    ids = store.item_ids_by_key(project.name)
+    values = []
+    for r in frames.to_dict("records"):
+        if r["key"] not in ids:
+            raise TruthlineError(
+                f"gold: {r['key']} is not an item of {project.name}; import it first"
+            )
+        for f, v in truth_of(r, project).items():
+            values.append(
+                (ids[r["key"]], f, v, SCORER_PROVENANCE if f == "acceptable" else GT_PROVENANCE)
+            )
+    values.sort(key=lambda v: (v[0], v[1]))
+    policy = {
+        "source": "truthline.scenes._pow",
+        "acceptable": "acceptability scorer verdict",
+        "documentation": "scene ground truth",
+    }
+    digest = hashlib.sha256(
+        json.dumps({"v": values, "p": policy}, sort_keys=True, default=str).encode()
+    ).hexdigest()
+    counts: dict[str, int] = {}
+    for v in values:
+        counts[v[3]] = counts.get(v[3], 0) + 1
+    g, s = tables.gold, tables.gold_snapshots
+    with store.begin() as conn:
+        if conn.execute(select(s.c.hash).where(s.c.hash == digest)).first() is None:
+            conn.execute(
+                s.insert().values(
+                    hash=digest,
+                    project=project.name,
+                    policy=policy,
+                    counts=counts,
+                    created_at=now(),
+                )
+            )
+            conn.execute(
+                g.insert(),
+                [
+                    {
+                        "snapshot": digest,
+                        "project": project.name,
+                        "item_id": i,
+                        "field_path": f,
+                        "value": val,
+                        "provenance": prov,
+                        "sources": [],
+                    }
+                    for i, f, val, prov in values
+                ],
+            )
+    return digest
+
+
+def _register_profiles() -> None:
+    """SIMULATED RealityBench-like models (error rates loosely after the paper's findings:
+    text in frame is easy, tape readings and lean judgments are hard)."""
+    from truthline.simulate._vlm import PROFILES, SimProfile
+
+    hard = {"tape_reading": 0.0, "tape_leans": 0.0, "gap": 0.0, "slope": 0.0, "acceptable": 0.0}
+    specs = {
+        "pow-strong": (
+            0.04,
+            {
+                **hard,
+                "tape_reading": 0.6,
+                "tape_leans": 0.3,
+                "gap": 0.35,
+                "slope": 0.25,
+                "acceptable": 0.2,
+                "damage_severity": 0.25,
+            },
+        ),
+        "pow-mid": (
+            0.1,
+            {
+                **hard,
+                "tape_reading": 0.8,
+                "tape_leans": 0.45,
+                "gap": 0.5,
+                "slope": 0.45,
+                "acceptable": 0.3,
+                "damage_severity": 0.4,
+            },
+        ),
+        "pow-weak": (
+            0.2,
+            {
+                **hard,
+                "tape_reading": 0.92,
+                "tape_leans": 0.5,
+                "gap": 0.65,
+                "slope": 0.6,
+                "acceptable": 0.4,
+                "damage_severity": 0.55,
+            },
+        ),
+    }
+    for name, (default, per_field) in specs.items():
+        if name in PROFILES:
+            continue
+
+        def make(d: float = default, pf: dict[str, float] = per_field, n: str = name) -> SimProfile:
+            return SimProfile(
+                description=f"SIMULATED RealityBench-like model ({n})",
+                default_error=d,
+                field_error=dict(pf),
+            )
+
+        PROFILES.add(name, make)
+
+
+_register_profiles()

@@ -1,0 +1,103 @@
+"""Frames to benchmark: proof-of-work items with scorer/scene gold, SIMULATED models run by
+the benchmark runner, conditional scoring and the per-environment tables on the run's
+decisions (no Blender: proxy frames with stand-in images)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+
+from truthline.scenes import _pow as P
+
+MODELS = ["simulated:pow-strong", "simulated:pow-mid", "simulated:pow-weak"]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    from truthline.benchmark import RunConfig, load_run, run_benchmark
+    from truthline.workspace import Workspace
+
+    tmp = tmp_path_factory.mktemp("powb")
+    frames = P.proxy_frames(10, seed=3)
+    paths = []
+    for i in range(len(frames)):
+        p = tmp / f"{i}.png"
+        Image.fromarray(np.full((12, 16, 3), 7 * (i % 30), np.uint8)).save(p)
+        paths.append(str(p))
+    frames["image"] = paths
+    frames["rendering"] = ["spp16" if i % 2 else "spp4" for i in range(len(frames))]
+    ws = Workspace.from_env(tmp / "ws")
+    proj = P.import_benchmark(ws, frames)
+    snap = P.write_gold(ws.store, proj, frames)
+    assert P.write_gold(ws.store, proj, frames) == snap
+    man = run_benchmark(ws.store, proj, RunConfig(models=MODELS, concurrency=2), progress=False)
+    return frames, proj, load_run(ws.store, man["run_id"], proj)
+
+
+def test_gold_has_scorer_and_scene_provenance(run):
+    frames, _, r = run
+    d = r.decisions
+    acc = d[(d["field"] == "acceptable") & (d["model"] == MODELS[0])]
+    assert set(acc["provenance"]) == {"scorer"}
+    assert set(d[d["field"] != "acceptable"]["provenance"]) == {"scene-gt"}
+    by_key = dict(zip(frames["key"], frames["acceptable"], strict=True))
+    keys = acc["meta"].map(lambda m: m.get("environment"))
+    assert set(keys) == set(P.ENVIRONMENTS)
+    assert acc["gold"].astype(bool).sum() == sum(by_key.values())
+
+
+def test_conditional_metric_on_the_run(run):
+    _, proj, r = run
+    from truthline.benchmark import _conditional as C
+    from truthline.benchmark._registry import Scored
+
+    d = r.decisions
+    scores = {}
+    for m in MODELS:
+        sub = d[d["model"] == m]
+        s = Scored(proj, sub.reset_index(drop=True), pd.DataFrame())
+        out = C.conditional_scores(s)
+        scores[m] = out["value"].point
+        assert set(out["by_environment"]) == set(P.ENVIRONMENTS)
+        assert out["frames"]["acceptable"] + out["frames"]["rejected"] == 60
+    assert scores["simulated:pow-strong"] > scores["simulated:pow-weak"]
+
+
+def test_per_environment_tables_and_report_sections(run, tmp_path):
+    from truthline.benchmark import _conditional as C
+
+    frames, proj, r = run
+    t = C.pow_tables(proj, r.decisions)
+    assert len(t["overall"]) == 3 and len(t["by_environment"]) == 3 * len(P.ENVIRONMENTS)
+    row = next(
+        x for x in t["by_environment"] if x["environment"] == "plate" and x["model"] == MODELS[0]
+    )
+    sub = frames[frames["environment"] == "plate"]
+    assert row["frames"] == len(sub) and row["acceptable frames"] == int(sub["acceptable"].sum())
+    assert row["false accepts"].endswith(f"/{int((~sub['acceptable']).sum())}")
+    assert {x["field"] for x in t["by_field"]} >= {"tape_reading", "plate", "visible_face"}
+
+
+def test_report_sections_render(run, tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    import truthline.benchmark as B
+    from truthline.benchmark import _conditional as C
+
+    _, proj, r = run
+    # the fixture's run, without a store round trip
+    monkeypatch.setattr(B, "load_run", lambda store, rid, project: r)
+    ctx = SimpleNamespace(
+        store=None, project=proj, run_ids=["x"], data={}, files=tmp_path, resamples=50
+    )
+    secs = C.report_sections(ctx)
+    assert [s.title for s in secs] == [
+        "RealityBench: acceptability and conditional documentation",
+        "RealityBench: per environment",
+        "RealityBench: documentation per field",
+    ]
+    for s in secs:
+        s.model()  # every metric named has a glossary entry; every row has its n
+    assert set(ctx.data["realitybench"]) == {"overall", "by_environment", "by_field"}
