@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -43,3 +44,24 @@ def worker(scenes_env: None) -> Iterator[WorkerClient]:
         yield c
     finally:
         c.close()
+
+
+@pytest.fixture(scope="session")
+def ray_local(scenes_env: None) -> Iterator[Any]:
+    """One local Ray for every Ray test of the session (starting Ray costs ~10 s on 2 cores).
+    ``render(..., workers=N)`` joins it instead of starting its own."""
+    try:
+        import ray
+    except ImportError:
+        if os.environ.get("TRUTHLINE_REQUIRE_SCENES") == "1":
+            pytest.fail("Ray is missing: pip install -e '.[scenes]'")
+        pytest.skip("Ray is in the 'scenes' extra")
+    started = not ray.is_initialized()
+    if started:
+        ray.init(num_cpus=os.cpu_count() or 2, include_dashboard=False, log_to_driver=False,
+                 object_store_memory=128 * 1024 * 1024)  # fmt: skip
+    try:
+        yield ray
+    finally:
+        if started:
+            ray.shutdown()

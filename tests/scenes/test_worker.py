@@ -148,31 +148,19 @@ def test_render_stores_by_content_hash_and_a_rerun_skips(worker, tmp_path):
     assert (again.rendered, again.skipped) == (0, 4)
 
 
-def test_ray_fan_out_renders_the_same_frames(tmp_path, scenes_env):
-    try:
-        import ray
-    except ImportError:
-        if os.environ.get("TRUTHLINE_REQUIRE_SCENES") == "1":
-            pytest.fail("Ray is missing: pip install -e '.[scenes]'")
-        pytest.skip("Ray is in the 'scenes' extra")
-    import ray
-
+def test_ray_fan_out_renders_the_same_frames(tmp_path, ray_local):
     from truthline.scenes import SceneError
     from truthline.scenes._render import _ray_results
 
     env = get_environment("dori")
     frames = list(env.grid("tiny"))[:2]  # type: ignore[attr-defined]
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             object_store_memory=128 * 1024 * 1024)  # fmt: skip
-    try:
-        rep = render("dori", frames, tmp_path, WB, workers=2)
-        assert (rep.rendered, rep.failed) == (2, [])
-        assert {r.gt["present"] for r in rep.records} == {True, False}
-        # a call that raises inside an actor is one clear error, not a Ray traceback
-        with pytest.raises(SceneError, match=r"a Ray render worker failed .*rerun"):
-            list(_ray_results([{"op": "render"}], 1, None, 60))
-    finally:
-        ray.shutdown()
+    rep = render("dori", frames, tmp_path, WB, workers=2)
+    assert (rep.rendered, rep.failed) == (2, [])
+    assert {r.gt["present"] for r in rep.records} == {True, False}
+    assert ray_local.is_initialized()  # render() joined the session, and left it running
+    # a call that raises inside an actor is one clear error, not a Ray traceback
+    with pytest.raises(SceneError, match=r"a Ray render worker failed .*rerun"):
+        list(_ray_results([{"op": "render"}], 1, None, 60))
 
 
 def _write(tmp_path, res, variant):
