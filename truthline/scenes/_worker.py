@@ -134,12 +134,13 @@ class WorkerClient:
             self._tail.append(line)
             log.debug("%s", line)
 
-    def close(self) -> None:
-        """Stop the worker (politely, then by force) and release its pipes."""
+    def close(self, *, kill: bool = False) -> None:
+        """Stop the worker (politely, then by force; at once with ``kill``) and release its
+        pipes."""
         proc, self._proc = self._proc, None
         if proc is not None:
             try:
-                if proc.poll() is None and proc.stdin is not None:
+                if not kill and proc.poll() is None and proc.stdin is not None:
                     proc.stdin.write(b'{"op": "exit"}\n')
                     proc.stdin.flush()
                     proc.wait(timeout=5)
@@ -191,7 +192,7 @@ class WorkerClient:
 
     def _fail(self, msg: str) -> None:
         tail = self.log_tail()
-        self.close()
+        self.close(kill=True)  # hung or dead: asking it to exit would only wait
         self.restarts += 1
         raise WorkerError(msg + (f"; last worker log lines:\n{tail}" if tail else ""))
 
