@@ -15,7 +15,13 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.benchmark.physalign_items import make_items
-from truthline.benchmark import RunConfig, across_metrics, load_gold, run_benchmark
+from truthline.benchmark import (
+    RunConfig,
+    across_metrics,
+    load_gold,
+    model_metrics,
+    run_benchmark,
+)
 from truthline.benchmark._runner import build_requests, targets_of
 from truthline.cli import app
 from truthline.models._stub import StubServer
@@ -281,6 +287,9 @@ def test_a_rule_that_raises_is_an_error_of_its_item_naming_the_exception(physics
     assert all("ValueError: candidate geometry unreadable" in r.scores["reason"] for r in rows)
     # an error stays in the denominator: every decision scored wrong
     assert all(not d["correct"] for r in rows for d in r.scores["decisions"])
+    (row,) = model_metrics(ws.store, project, "crash1", metrics=["accuracy"], resamples=0)
+    assert (row["error"], row["infra_missing"], row["coverage"]) == (16, 0, 1.0)
+    assert row["metrics"]["accuracy"]["value"]["point"] == 0.0
 
 
 def test_random_rule_draws_among_the_items_own_candidates_and_manifest_freezes_protocol(physics):

@@ -199,7 +199,8 @@ def _outcome_summary(run: RunData, entry: tuple[str, str, str, str]) -> dict[str
     o = run.outcomes[_entry_mask(run.outcomes, entry)]
     n = len(o)
     by = o["status"].value_counts().to_dict() if n else {}
-    returned = by.get("parsed", 0) + by.get("model_failure", 0)
+    # a rule that raised ("error") answered: scored wrong, in the denominator, not missing
+    returned = by.get("parsed", 0) + by.get("model_failure", 0) + by.get("error", 0)
     reasons = (
         o.loc[o["status"] != "parsed", "reason"].fillna("").value_counts().to_dict() if n else {}
     )
@@ -207,6 +208,7 @@ def _outcome_summary(run: RunData, entry: tuple[str, str, str, str]) -> dict[str
         "requests": n,
         "parsed": int(by.get("parsed", 0)),
         "model_failure": int(by.get("model_failure", 0)),
+        "error": int(by.get("error", 0)),
         "infra_missing": int(by.get("infra_missing", 0)),
         "coverage": returned / n if n else float("nan"),
         "format_rate": by.get("parsed", 0) / returned if returned else float("nan"),
