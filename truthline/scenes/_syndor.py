@@ -866,6 +866,12 @@ _register_backend()
 
 
 # -- the benchmark report's SynDORBench sections ---------------------------------------------
+def is_syndor_project(project: Any) -> bool:
+    """A project whose benchmark strata are SynDORBench's (the dori-visibility template)."""
+    strata = getattr(getattr(project, "benchmark", None), "strata", None) or []
+    return "distance_m" in strata and "condition" in strata
+
+
 def _is_syndor(decisions: pd.DataFrame) -> bool:
     if not len(decisions) or "meta" not in decisions:
         return False
@@ -905,6 +911,8 @@ def report_sections(ctx: Any) -> list[Any]:
     in their metadata)."""
     import importlib.util
 
+    if not is_syndor_project(ctx.project):
+        return []
     from truthline.benchmark import load_run
     from truthline.benchmark._report import Section
 
@@ -965,6 +973,8 @@ def report_sections(ctx: Any) -> list[Any]:
 def dashboard_section(ctx: Any, run_ids: Sequence[str]) -> None:
     """The SynDORBench tables on the dashboard's Benchmark page (nothing unless the runs'
     items are rendered DORI frames)."""
+    if not is_syndor_project(ctx.project):
+        return
     import tempfile
 
     import streamlit as st
