@@ -147,10 +147,30 @@ def test_readme_demo_sequence(ls, tmp_path: Path):
     run("init", "physics-diagrams")
     run("physalign", "generate", "--n", "4", "--seed", "5", "--out", str(work), "--no-compile")
     run("physalign", "passes", "push", "--work", str(work), *url)
-    run("physalign", "passes", "simulate", "--work", str(work), *url)
+    run(
+        "physalign",
+        "passes",
+        "simulate",
+        "--work",
+        str(work),
+        "--annotator",
+        "demo-ann@physalign.local",
+        *url,
+    )
     run("physalign", "passes", "pull", "--work", str(work), *url)
     run("physalign", "passes", "push", "--work", str(work), "--stage", "review", *url)
-    run("physalign", "passes", "simulate", "--work", str(work), "--stage", "review", *url)
+    run(
+        "physalign",
+        "passes",
+        "simulate",
+        "--work",
+        str(work),
+        "--stage",
+        "review",
+        "--annotator",
+        "demo-rev@physalign.local",
+        *url,
+    )
     pulled = run("physalign", "passes", "pull", "--work", str(work), *url)
     assert pulled["review"]["reviewed"] == 4 and pulled["review"]["disputed"] == 0
     rel = str(work / "release")
@@ -170,7 +190,10 @@ def test_readme_demo_sequence(ls, tmp_path: Path):
     n_adj = v["by_status"]["needs_adjudication"]
     assert n_adj == comp["probes"] // 6
     run("physalign", "adjudicate", "push", "--release", rel, *url)
-    run("physalign", "adjudicate", "simulate", "--release", rel, "--withhold-every", "2", *url)
+    adj = ["--adjudicator", "demo-adjudicator@physalign.local"]
+    run(
+        "physalign", "adjudicate", "simulate", "--release", rel, *adj, "--withhold-every", "2", *url
+    )
     final = run("physalign", "adjudicate", "pull", "--release", rel, *url)
     withheld = final["by_status"].get("withheld", 0)
     assert withheld == n_adj // 2
@@ -191,4 +214,4 @@ def test_readme_demo_sequence(ls, tmp_path: Path):
     gold = run("audit", "finalize")
     assert gold["counts"]["items"] == exp["items"]
     st = run("physalign", "status", "--release", rel)
-    assert st["decided_by"]["sim-adjudicator@physalign.local"] == n_adj
+    assert st["decided_by"]["demo-adjudicator@physalign.local"] == n_adj

@@ -153,3 +153,17 @@ def test_blind_verification_and_adjudication(ls, release: Path, users_file: Path
     assert pull_verify(admin, release)["by_status"] == final["by_status"]
     st = status(release)
     assert st["decided_by"][ADJUDICATOR] == expect_adj
+
+
+def test_simulated_account_without_password_is_refused_by_name(
+    ls, tmp_path: Path, users_file: Path
+):
+    """An existing account whose password this workspace lacks cannot be acted as: one clear
+    error naming it (it used to fail later, on the first post, with a generic message)."""
+    from truthline.physalign._ls import simulated_users
+
+    simulated_users(ls.admin(), ["sim-existing@physalign.local"], users_file)
+    with pytest.raises(
+        TruthlineError, match=r"sim-existing@physalign\.local already has an account"
+    ):
+        simulated_users(ls.admin(), ["sim-existing@physalign.local"], tmp_path / "other.json")

@@ -157,3 +157,16 @@ def submitted(task: dict[str, Any]) -> list[dict[str, Any]]:
     """A task's submitted, not cancelled annotations, oldest first."""
     anns = [a for a in task.get("annotations") or [] if not a.get("was_cancelled")]
     return sorted(anns, key=lambda a: (str(a.get("created_at")), int(a.get("id") or 0)))
+
+
+def simulated_users(admin: LSClient, emails: list[str], secrets_file: Path) -> None:
+    """Accounts for SIMULATED annotators; an existing account whose password this workspace
+    does not hold cannot be acted as, so it is refused up front, by name."""
+    from truthline.annotate import add_users
+
+    for row in add_users(admin, emails, secrets_file):
+        if "password not in" in str(row["status"]):
+            raise TruthlineError(
+                f"{row['email']} already has an account on {admin.url} whose password is not in "
+                f"{secrets_file}; give the simulated annotator another email"
+            )

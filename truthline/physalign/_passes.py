@@ -35,6 +35,7 @@ from truthline.physalign._ls import (
     label_config,
     load_state,
     save_state,
+    simulated_users,
     submitted,
 )
 from truthline.physalign._records import read_jsonl, read_records, write_jsonl
@@ -584,7 +585,7 @@ def simulate_passes(
     draft but deletes every ``drop_every``-th relation (0: none), so disputes happen.
     A task the user already annotated is left alone (a rerun never repeats an annotation).
     """
-    from truthline.annotate import add_users, user_client
+    from truthline.annotate import user_client
 
     work = Path(work)
     state = load_state(work, admin)
@@ -592,7 +593,7 @@ def simulate_passes(
         raise TruthlineError(
             f"nothing pushed for stage {stage!r} to {admin.url}; run `physalign passes push --stage {stage}`"
         )
-    add_users(admin, emails, secrets_file)
+    simulated_users(admin, emails, secrets_file)
     truth = {r["parent_id"]: r for r in read_records(work / INPUT)}
     drafts = {r["parent_id"]: r for r in read_jsonl(work / DRAFT)} if stage == "review" else {}
     done = {

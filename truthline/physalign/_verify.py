@@ -34,6 +34,7 @@ from truthline.physalign._ls import (
     label_config,
     load_state,
     save_state,
+    simulated_users,
     submitted,
 )
 from truthline.physalign._prompt import anchor_text, candidate_lines
@@ -452,13 +453,13 @@ def simulate_verify(
     The second reviewer picks another alias on every ``wrong_every``-th probe and raises a
     QC flag on every ``flag_every``-th (0: never), so adjudication has work. A task the
     reviewer already answered is left alone."""
-    from truthline.annotate import add_users, user_client
+    from truthline.annotate import user_client
 
     reviewers = _check_reviewers(reviewers)
     release = Path(release)
     _, private, _ = _load(release)
     state = load_state(_state_dir(release), admin)
-    add_users(admin, reviewers, secrets_file)
+    simulated_users(admin, reviewers, secrets_file)
     posted = 0
     for r_idx, who in enumerate(reviewers):
         slot = f"verify:{who}"
@@ -517,7 +518,7 @@ def simulate_adjudicate(
 ) -> dict[str, Any]:
     """A SIMULATED third reviewer: approves the (known-correct) target, withholding every
     ``withhold_every``-th probe as ambiguous (0: never)."""
-    from truthline.annotate import add_users, user_client
+    from truthline.annotate import user_client
 
     release = Path(release)
     state = load_state(_state_dir(release), admin)
@@ -525,7 +526,7 @@ def simulate_adjudicate(
         raise TruthlineError(
             f"no adjudication project on {admin.url}; run `physalign adjudicate push`"
         )
-    add_users(admin, [adjudicator], secrets_file)
+    simulated_users(admin, [adjudicator], secrets_file)
     done = {tid for tid, t in export_tasks(admin, state, "adjudicate").items() if submitted(t)}
     client = user_client(admin.url, adjudicator, secrets_file)
     posted = 0
