@@ -85,6 +85,11 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
         "app",
         "SynDORBench on rendered DORI frames: night vision, discernibility labels, gold, tables.",
     ),
+    "pow": (
+        "truthline.scenes._pow_cli",
+        "app",
+        "RealityBench proof-of-work frames: acceptability scorer vs raters, conditional items.",
+    ),
     "physalign": (
         "truthline.physalign._cli",
         "app",

@@ -537,6 +537,32 @@ def validate_scorer(
     return ScorerValidation(tuned, report, wilson, by_env, loo, alpha, pair_v, counts)
 
 
+def apply_thresholds(frames: pd.DataFrame, tuned: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """The frame table re-decided with tuned thresholds (``{env: {term: threshold}}``, as
+    ``validate_scorer`` reports them): verdict, gray flag, failed terms and the terms."""
+    from truthline.scenes import get_environment
+
+    out = frames.copy()
+    for i, r in out.iterrows():
+        over = tuned.get(r["environment"])
+        if not over:
+            continue
+        base = getattr(get_environment(r["environment"]), "thresholds", Thresholds())
+        th = base.with_(
+            **{
+                _attr(t): v
+                for t, v in over.items()
+                if v is not None and getattr(base, _attr(t)) is not None
+            }
+        )
+        acc = rescore(json.loads(r["terms"]), th)
+        out.at[i, "acceptable"] = acc.acceptable
+        out.at[i, "gray"] = is_gray(acc)
+        out.at[i, "terms"] = json.dumps(dict(acc.terms), sort_keys=True)
+        out.at[i, "failed"] = ",".join(acc.failed)
+    return out
+
+
 # -- 4: benchmark items and gold ------------------------------------------------------------------
 BENCH_PROJECT = "proof-of-work"
 GT_PROVENANCE = "scene-gt"

@@ -1,0 +1,54 @@
+"""`truthline pow` end to end on tiny Workbench renders: frames and the rating project,
+SIMULATED ratings, validation (thresholds written), benchmark items and gold, a benchmark
+run with SIMULATED models whose report shows the per-environment tables. Skips without the
+scenes venv (fails under TRUTHLINE_REQUIRE_SCENES=1)."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from truthline.cli import app
+
+
+def test_rates_without_rendering_and_a_bad_env_name(tmp_path):
+    runner = CliRunner()
+    res = runner.invoke(
+        app, ["--workspace", str(tmp_path), "pow", "rates", "--n", "40", "--env", "plate", "--json"]
+    )
+    assert res.exit_code == 0, res.output
+    r = json.loads(res.stdout)["rates"][0]
+    assert r["env"] == "plate" and r["n"] == 40 and 0 <= r["acceptable"] <= 1
+    bad = runner.invoke(app, ["--workspace", str(tmp_path), "pow", "rates", "--env", "dori"])
+    assert bad.exit_code == 1 and "not a proof-of-work environment" in str(bad.exception)
+
+
+def test_frames_ratings_validate_import_run_report(tmp_path, scenes_env):
+    ws = tmp_path / "ws"
+    runner = CliRunner()
+
+    def tl(*args: str):
+        res = runner.invoke(app, ["--workspace", str(ws), *args])
+        assert res.exit_code == 0, res.output
+        return res
+
+    fr = json.loads(
+        tl("pow", "frames", "--per-env", "3", "--engine", "workbench", "--res", "160x120",
+           "--env", "tape_gap", "--env", "plate", "--json").stdout
+    )  # fmt: skip
+    assert fr["frames"] == 6 and fr["rating_project"] == "pow-acceptability"
+    assert json.loads(tl("pow", "simulate-ratings", "--json").stdout)["simulated"] is True
+    v = json.loads(tl("pow", "validate", "--resamples", "50", "--json").stdout)
+    c = v["counts"]
+    assert c["frames"] == 6 and c["tuning"] + c["held_out_total"] == 6
+    assert (ws / "scenes" / "pow" / "thresholds.json").is_file()
+    imp = json.loads(tl("pow", "import", "--json").stdout)
+    assert imp["items"] == 6 and imp["tuned"] is True
+    man = json.loads(
+        tl("benchmark", "run", "--project", "proof-of-work", "--model", "simulated:pow-strong",
+           "--model", "simulated:pow-weak", "--model", "simulated:pow-mid", "--json").stdout
+    )  # fmt: skip
+    rid = man.get("run_id") or man["manifest"]["run_id"]
+    show = json.loads(tl("benchmark", "show", rid, "--project", "proof-of-work", "--json").stdout)
+    assert "conditional" in json.dumps(show)
