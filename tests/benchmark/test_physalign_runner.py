@@ -363,3 +363,23 @@ def test_a_text_probe_asks_only_for_the_grounding(physics):
     assert '- "candidate": one candidate alias' in req.user
     assert '"reading"' not in req.user  # T03-text probes never get reading scores
     assert 'the text span "3 kg"' in req.user
+
+
+def test_a_public_input_that_is_broken_json_names_item_and_column(physics):
+    import dataclasses
+
+    from truthline.errors import TruthlineError
+
+    ws, project, _ = physics
+    gold = load_gold(ws.store, project.name)
+    it = dataclasses.replace(gold.items[0], meta={**gold.items[0].meta, "candidates": '{"E1": ['})
+    with pytest.raises(TruthlineError, match=r"item 'p0_E1': metadata column 'candidates'"):
+        build_requests(
+            project,
+            [it],
+            targets_of(project, gold),
+            variant=None,
+            condition="base",
+            control="",
+            seed=0,
+        )

@@ -87,24 +87,12 @@ def _public_item(project: Project, it: GoldItem, control: str = "") -> dict[str,
 
 
 def public_meta(project: Project, it: GoldItem) -> dict[str, Any]:
-    """The item's declared public inputs, typed: a metadata CSV stores every cell as text,
-    so a cell holding a JSON array or object (candidates, an anchor box) is decoded; a cell
-    that looks like one but does not parse is an error naming the item and column."""
+    """The item's declared public inputs, typed (``typed_meta``): a cell that looks like JSON
+    but does not parse is an error naming the item and column."""
+    from truthline.models._prompt import typed_meta
+
     allowed = set(project.benchmark.public_inputs)
-    out: dict[str, Any] = {}
-    for k, v in it.meta.items():
-        if k not in allowed:
-            continue
-        if isinstance(v, str) and v.strip()[:1] in ("[", "{"):
-            try:
-                v = json.loads(v)
-            except json.JSONDecodeError as exc:
-                raise TruthlineError(
-                    f"item {it.key!r}: metadata column {k!r} is not valid JSON ({exc.msg} at "
-                    f"char {exc.pos}); fix the metadata CSV and import it again"
-                ) from None
-        out[k] = v
-    return out
+    return typed_meta({k: v for k, v in it.meta.items() if k in allowed}, strict=it.key)
 
 
 REORDER = "reverse"

@@ -8,7 +8,6 @@ value is, entity lists have ``.subfields``), ``taxonomies`` (name -> Taxonomy) a
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Iterable
 from functools import lru_cache
@@ -46,15 +45,22 @@ def render_template(path: Path, context: dict[str, Any]) -> str:
         ) from None
 
 
-def typed_meta(meta: dict[str, Any] | None) -> dict[str, Any]:
+def typed_meta(meta: dict[str, Any] | None, *, strict: str | None = None) -> dict[str, Any]:
     """Item metadata with JSON cells decoded: a metadata CSV stores every cell as text, so
-    candidates or an anchor box arrive as ``'{"A": ...}'``; templates and rules need the
-    structure. A cell that does not parse stays text."""
+    candidates or an anchor box arrive as ``'{"E1": ...}'``; templates and rules need the
+    structure. A cell that does not parse stays text, unless ``strict`` (the item's key)
+    is given: then it is an error naming the item and column."""
     out: dict[str, Any] = {}
     for k, v in (meta or {}).items():
         if isinstance(v, str) and v.strip()[:1] in ("[", "{"):
-            with contextlib.suppress(json.JSONDecodeError):
+            try:
                 v = json.loads(v)
+            except json.JSONDecodeError as exc:
+                if strict is not None:
+                    raise TruthlineError(
+                        f"item {strict!r}: metadata column {k!r} is not valid JSON ({exc.msg} "
+                        f"at char {exc.pos}); fix the metadata CSV and import it again"
+                    ) from None
         out[k] = v
     return out
 
