@@ -88,6 +88,9 @@ def test_forms_a_and_b_parse(text):
         'The answer is {"a": 1}.',
         "",
         '{"a": 1',
+        '{"a": NaN}',
+        '{"a": -Infinity}',
+        '```python\n{"a": 1}\n```',
     ],
 )
 def test_rejected_forms(text):

@@ -28,8 +28,12 @@ def _no_dup_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _no_constant(name: str) -> Any:
+    raise AnswerFormatError("non_finite", f"{name} is not JSON (strict RFC 8259)")
+
+
 def _loads_object(text: str) -> dict[str, Any]:
-    dec = json.JSONDecoder(object_pairs_hook=_no_dup_keys)
+    dec = json.JSONDecoder(object_pairs_hook=_no_dup_keys, parse_constant=_no_constant)
     text = text.strip()
     try:
         obj, end = dec.raw_decode(text)
@@ -62,6 +66,8 @@ def parse_json_answer(text: str | None) -> dict[str, Any]:
     if len(blocks) == 1:
         m = _FENCE.search(stripped)
         assert m is not None
+        if m.group(1).lower() not in ("", "json"):
+            raise AnswerFormatError("fence_language", f"a {m.group(1)!r} block, not json")
         if stripped[: m.start()].strip() or stripped[m.end() :].strip():
             raise AnswerFormatError("unparseable", "text outside the fenced block")
         return _loads_object(blocks[0][1])
