@@ -198,3 +198,19 @@ def test_human_baseline_rows_against_the_scorer():
     # majority: f1 2-1 yes, f2 2-1 no, f3 2-0 yes, f4 2-1 no -> agrees with the scorer
     assert by["raters' majority"]["f1"].point == pytest.approx(1.0)
     assert "tape_gap" in by["r1"]["by_environment"]
+
+
+def test_simulated_pow_profiles_resolve_in_a_fresh_benchmark_process():
+    # `truthline benchmark run --model simulated:pow-strong` runs in a process that never
+    # imported the scenes pipeline: the profiles must come with the benchmark package
+    import subprocess
+    import sys
+
+    code = (
+        "import truthline.benchmark\n"
+        "from truthline.simulate._vlm import get_profile\n"
+        "print(get_profile('pow-strong').description)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "SIMULATED" in out.stdout

@@ -597,3 +597,66 @@ def dashboard_section(ctx: Any, run_ids: Sequence[str]) -> None:
     ):
         st.subheader(title)
         st.dataframe(pd.DataFrame(t[key]), hide_index=True)
+
+
+# -- SIMULATED models -------------------------------------------------------------------------------
+def _register_profiles() -> None:
+    """SIMULATED RealityBench-like models for demos and tests, registered with the benchmark
+    (so ``simulated:pow-strong`` resolves in any process that runs a benchmark) (error rates loosely after the paper's findings:
+    text in frame is easy, tape readings and lean judgments are hard)."""
+    from truthline.simulate._vlm import PROFILES, SimProfile
+
+    hard = {"tape_reading": 0.0, "tape_leans": 0.0, "gap": 0.0, "slope": 0.0, "acceptable": 0.0}
+    specs = {
+        "pow-strong": (
+            0.04,
+            {
+                **hard,
+                "tape_reading": 0.6,
+                "tape_leans": 0.3,
+                "gap": 0.35,
+                "slope": 0.25,
+                "acceptable": 0.2,
+                "damage_severity": 0.25,
+            },
+        ),
+        "pow-mid": (
+            0.1,
+            {
+                **hard,
+                "tape_reading": 0.8,
+                "tape_leans": 0.45,
+                "gap": 0.5,
+                "slope": 0.45,
+                "acceptable": 0.3,
+                "damage_severity": 0.4,
+            },
+        ),
+        "pow-weak": (
+            0.2,
+            {
+                **hard,
+                "tape_reading": 0.92,
+                "tape_leans": 0.5,
+                "gap": 0.65,
+                "slope": 0.6,
+                "acceptable": 0.4,
+                "damage_severity": 0.55,
+            },
+        ),
+    }
+    for name, (default, per_field) in specs.items():
+        if name in PROFILES:
+            continue
+
+        def make(d: float = default, pf: dict[str, float] = per_field, n: str = name) -> SimProfile:
+            return SimProfile(
+                description=f"SIMULATED RealityBench-like model ({n})",
+                default_error=d,
+                field_error=dict(pf),
+            )
+
+        PROFILES.add(name, make)
+
+
+_register_profiles()
