@@ -13,6 +13,8 @@ from PIL import Image
 
 from truthline.scenes import _discern as dis
 from truthline.scenes import _syndor as sd
+from truthline.scenes import _syndor_sim as sim
+from truthline.scenes import _syndor_tables as tb
 
 DISTANCES = (5.4, 10.8, 23.0)
 SIZE = {5.4: 40, 10.8: 20, 23.0: 9}  # figure height in px at 96x64 (halves with distance)
@@ -115,8 +117,8 @@ def test_pipeline_to_gold_benchmark_and_tables(items, renders, tmp_path):
     ws = Workspace.from_env(tmp_path / "ws")
     sample = sd.label_sample(items, seed=0)
     dis.write_label_project(ws, "dori-labels", sample, strata=["dori", "lighting"])
-    assert sd.simulate_labels(ws.store, "dori-labels", sample, seed=0) == 43 * 3 * 2
-    assert sd.simulate_labels(ws.store, "dori-labels", sample, seed=0) == 0  # idempotent
+    assert sim.simulate_labels(ws.store, "dori-labels", sample, seed=0) == 43 * 3 * 2
+    assert sim.simulate_labels(ws.store, "dori-labels", sample, seed=0) == 0  # idempotent
     human = dis.human_labels(ws.store, "dori-labels")
     assert len(human) == 43 and set(human["source"]) == {"simulated"}
     grids = {
@@ -158,7 +160,7 @@ def test_pipeline_to_gold_benchmark_and_tables(items, renders, tmp_path):
                 out[i, hash(t[j : j + 3]) % 512] += 1
         return out + 1e-9
 
-    t = sd.syndor_tables(run.decisions, embed=embed)
+    t = tb.syndor_tables(run.decisions, embed=embed)
     assert t["distances"] == ["5.4", "10.8", "23.0"]
     by = {r["model"]: r for r in t["by_distance"]}
     strong, weak = by["simulated-dori:strong"], by["simulated-dori:weak"]
@@ -189,13 +191,13 @@ def test_pipeline_to_gold_benchmark_and_tables(items, renders, tmp_path):
     yolo = next(r for r in t["by_distance"] if r["model"].startswith("yolo:"))
     assert yolo["avg"]["n"] == 72
     assert {r["model"] for r in t["action"]} >= set(SIM)
-    md = sd.tables_markdown(t)
+    md = tb.tables_markdown(t)
     assert "Presence by DORI distance" in md and "Operational threshold (80% accuracy)" in md
     # the benchmark report's SynDORBench sections (a SECTIONS builder)
     from truthline.benchmark._report import ReportContext
 
     ctx = ReportContext(ws.store, proj, [man["run_id"]], {}, tmp_path, 0)
-    secs = sd.report_sections(ctx)
+    secs = tb.report_sections(ctx)
     titles = [s.title for s in secs]
     assert titles[:3] == [
         "SynDORBench: presence by DORI distance",
@@ -208,12 +210,12 @@ def test_pipeline_to_gold_benchmark_and_tables(items, renders, tmp_path):
 
 def test_threshold_line_holds_then_falls():
     row = {"5.4": {"acc": 0.95}, "10.8": {"acc": 0.81}, "23.0": {"acc": 0.5}}
-    assert sd._threshold(row, ["5.4", "10.8", "23.0"], 0.8) == {
+    assert tb._threshold(row, ["5.4", "10.8", "23.0"], 0.8) == {
         "meets_threshold_up_to_m": "10.8",
         "falls_below_at_m": "23.0",
     }
     never = {"5.4": {"acc": 0.7}, "10.8": {"acc": 0.9}}
-    assert sd._threshold(never, ["5.4", "10.8"], 0.8) == {
+    assert tb._threshold(never, ["5.4", "10.8"], 0.8) == {
         "meets_threshold_up_to_m": None,
         "falls_below_at_m": "5.4",
     }

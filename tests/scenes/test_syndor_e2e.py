@@ -10,6 +10,8 @@ import pytest
 from truthline.scenes import RenderSettings
 from truthline.scenes import _discern as dis
 from truthline.scenes import _syndor as sd
+from truthline.scenes import _syndor_sim as sim
+from truthline.scenes import _syndor_tables as tb
 from truthline.scenes._render import render
 
 PARAMS = [
@@ -64,7 +66,7 @@ def test_whole_loop_on_tiny_renders(frames, tmp_path):
     sample = sd.label_sample(items, seed=0)
     assert len(sample) == dis.cochran_n(36) == 33
     dis.write_label_project(ws, "dori-labels", sample, strata=["dori", "lighting"])
-    sd.simulate_labels(ws.store, "dori-labels", sample, seed=0)
+    sim.simulate_labels(ws.store, "dori-labels", sample, seed=0)
     human = dis.human_labels(ws.store, "dori-labels")
     grids = {"rf_grid": {"n_estimators": [20]}, "xgb_grid": {"n_estimators": [20]}}
     labelled, model = sd.fit_and_propagate(items, human, seed=0, folds=3, holdout=0, **grids)
@@ -74,7 +76,7 @@ def test_whole_loop_on_tiny_renders(frames, tmp_path):
         ws.store, proj, RunConfig(models=["simulated-dori:strong"], snapshot=snap), progress=False
     )
     run = load_run(ws.store, man["run_id"], proj)
-    t = sd.syndor_tables(run.decisions, action=False)
+    t = tb.syndor_tables(run.decisions, action=False)
     row = t["by_distance"][0]
     assert t["distances"] == ["5.4", "10.8", "23.0"]
     assert row["avg"]["n"] == 54 and all(row[d]["n"] == 18 for d in t["distances"])

@@ -112,7 +112,7 @@ def _scenes_demo(
     if as_json:
         print_json(result.as_dict())
         return
-    from truthline.scenes._syndor import tables_markdown
+    from truthline.scenes._syndor_tables import tables_markdown
 
     out.print(tables_markdown(result.tables))
     out.print(

