@@ -117,3 +117,21 @@ def test_reviewer_deletions_are_disputed_and_not_compiled(
     info = compile_release(gen_copy / PULLED, tmp_path / "r", seed=3)
     assert info["probes"] == out["review"]["verified"]
     assert info["skipped"] == out["review"]["disputed"]
+
+
+def test_push_recovers_tasks_the_server_stored_before_they_were_recorded(ls, small_copy: Path):
+    """A push interrupted after Label Studio stored the tasks but before the state file got
+    their ids neither duplicates nor loses them on the rerun."""
+    admin = ls.admin()
+    first = push_passes(admin, small_copy, "observe")
+    assert first["created"] == 4
+    state_file = small_copy / "label_studio.json"
+    state = json.loads(state_file.read_text())
+    ids = dict(state[admin.url]["observe"]["tasks"])
+    state[admin.url]["observe"]["tasks"] = {}
+    state_file.write_text(json.dumps(state))
+    again = push_passes(admin, small_copy, "observe")
+    assert (again["created"], again["recovered"]) == (0, 4)
+    assert json.loads(state_file.read_text())[admin.url]["observe"]["tasks"] == ids
+    pid = state[admin.url]["observe"]["ls_project_id"]
+    assert len(admin.tasks_by_item(pid)) == 4

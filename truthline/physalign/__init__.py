@@ -10,7 +10,7 @@ Label Studio mapping). Public API:
   and ``LeakError``; ``validate`` against ``PUBLIC_SCHEMA`` / ``PRIVATE_SCHEMA``.
 * ``write_import_tables`` — items metadata and labels for a physics-diagrams project.
 * ``render_prompt`` — a probe as text (public record only); ``nearest`` — the frozen
-  nearest-region rule.
+  nearest-region rule (``NEAREST_RULE``, ``view_distance``, ``MARGIN_PX``).
 """
 
 from truthline.physalign._compile import (
@@ -24,14 +24,15 @@ from truthline.physalign._compile import (
 from truthline.physalign._export import write_import_tables
 from truthline.physalign._generate import generate
 from truthline.physalign._leak import LeakError, leak_check_release
+from truthline.physalign._nearest import MARGIN_PX, nearest, view_distance
 from truthline.physalign._nearest import RULE as NEAREST_RULE
-from truthline.physalign._nearest import nearest
 from truthline.physalign._prompt import render_prompt
 from truthline.physalign._records import RecordError, read_jsonl, read_records
 from truthline.physalign._schemas import PRIVATE_SCHEMA, PUBLIC_SCHEMA, SchemaError, validate
 
 __all__ = [
     "COMPAT",
+    "MARGIN_PX",
     "MAX_K",
     "NEAREST_RULE",
     "PRIVATE_SCHEMA",
@@ -50,5 +51,6 @@ __all__ = [
     "read_records",
     "render_prompt",
     "validate",
+    "view_distance",
     "write_import_tables",
 ]

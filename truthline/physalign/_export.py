@@ -5,7 +5,8 @@
 has one row per probe: the localized view is the item's
 image, the public inputs the template declares (``probe_type``, ``problem_text``,
 ``question``, ``anchor``, ``candidates`` alias -> ``{"bbox": [x, y, w, h]}`` (and
-``"polyline"``) in display order, ``label_xy``), the cluster (an opaque group id, never the parent id),
+``"polyline"``) in display order; no ``label_xy``: the anchor box says where the label is, and a
+column empty for text anchors would be mixed-type), the cluster (an opaque group id, never the parent id),
 the eligibility sets and K, and ``sim_truth`` (for SIMULATED models only).
 ``labels.csv`` (for ``truthline audit import-table``) holds the targets: each blind
 verifier's answer (tier 1, blind arm) and the final decision as an expert value (tier 2),
@@ -95,11 +96,6 @@ def write_import_tables(
                 pending += 1
                 continue
         anchor = pub["evidence"][0]
-        if anchor["kind"] == "image_region":
-            x, y, w, h = anchor["bbox"]
-            label_xy: list[float] | None = [round(x + w / 2, 2), round(y + h / 2, 2)]
-        else:
-            label_xy = None
         cands = {c["alias"]: _geometry(c) for c in pub["candidates"]}  # display order
         final = (rev or {}).get("final") or {}
         role = final.get("role") or _role(priv)
@@ -119,7 +115,6 @@ def write_import_tables(
                 "question": pub["question"],
                 "anchor": json.dumps({k: v for k, v in anchor.items() if k != "image_id"}),
                 "candidates": json.dumps(cands),
-                "label_xy": json.dumps(label_xy) if label_xy else "",
                 "K": priv["baseline"]["K"],
                 "in_L": int(el["L"]),
                 "in_P": int(el["P"]),
