@@ -38,13 +38,19 @@ def test_frames_ratings_validate_import_run_report(tmp_path, scenes_env):
            "--env", "tape_gap", "--env", "plate", "--json").stdout
     )  # fmt: skip
     assert fr["frames"] == 6 and fr["rating_project"] == "pow-acceptability"
+    # a second rendering of the same scenes (rank transfer between renderings)
+    fr2 = json.loads(
+        tl("pow", "frames", "--per-env", "3", "--engine", "workbench", "--res", "192x144",
+           "--env", "tape_gap", "--env", "plate", "--append", "--json").stdout
+    )  # fmt: skip
+    assert fr2["frames"] == 12
     assert json.loads(tl("pow", "simulate-ratings", "--json").stdout)["simulated"] is True
     v = json.loads(tl("pow", "validate", "--resamples", "50", "--json").stdout)
     c = v["counts"]
-    assert c["frames"] == 6 and c["tuning"] + c["held_out_total"] == 6
+    assert c["frames"] == 12 and c["tuning"] + c["held_out_total"] == 12
     assert (ws / "scenes" / "pow" / "thresholds.json").is_file()
     imp = json.loads(tl("pow", "import", "--json").stdout)
-    assert imp["items"] == 6 and imp["tuned"] is True
+    assert imp["items"] == 12 and imp["tuned"] is True
     man = json.loads(
         tl("benchmark", "run", "--project", "proof-of-work", "--model", "simulated:pow-strong",
            "--model", "simulated:pow-weak", "--model", "simulated:pow-mid", "--json").stdout
@@ -52,3 +58,8 @@ def test_frames_ratings_validate_import_run_report(tmp_path, scenes_env):
     rid = man.get("run_id") or man["manifest"]["run_id"]
     show = json.loads(tl("benchmark", "show", rid, "--project", "proof-of-work", "--json").stdout)
     assert "conditional" in json.dumps(show)
+    across = json.loads(
+        tl("benchmark", "across", rid, "--project", "proof-of-work", "--json").stdout
+    )
+    rt = json.dumps(across)
+    assert "rendering_transfer" in rt and "workbench-8spp-192x144" in rt

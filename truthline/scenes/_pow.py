@@ -103,6 +103,16 @@ def render_frames(
     return records
 
 
+def scene_id(env: str, params: Mapping[str, Any]) -> str:
+    """The scene a frame shows, independent of how it was rendered: two renderings of the
+    same params share it (rank transfer between renderings pairs frames by scene)."""
+    from truthline.scenes._types import canonical_json
+
+    p = json.loads(canonical_json(params))
+    p.get("camera", {}).pop("res", None)  # the same view at another resolution
+    return f"{env}-" + hashlib.sha256(canonical_json([env, p]).encode()).hexdigest()[:12]
+
+
 def _row(
     env_name: str,
     key: str,
@@ -155,7 +165,7 @@ def frame_table(store: Any, records: Iterable[Any], out_dir: Path | str) -> pd.D
             _row(
                 rec.env,
                 f"{rec.env}/{rec.job_id}",
-                rec.job_id,
+                scene_id(rec.env, rec.params),
                 acc,
                 rec.gt,
                 env.questions(rec.gt, acc),

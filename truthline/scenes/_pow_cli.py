@@ -93,6 +93,14 @@ def frames_cmd(
     env: Annotated[
         list[str] | None, typer.Option("--env", help="Environment(s); default all.")
     ] = None,
+    append: Annotated[
+        bool,
+        typer.Option(
+            "--append",
+            help="Add this rendering of the same sampled scenes (same --seed and --per-env) to "
+            "the frame table instead of replacing it: rank transfer between renderings.",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Sample, render and score frames of every environment; write the frame table and the
@@ -122,6 +130,11 @@ def frames_cmd(
 
     frames = _pow.frame_table(FrameStore(d / "store"), recs, d / "images")
     frames["rendering"] = f"{engine.lower()}-{spp}spp-{w}x{h}"
+    if append and (d / "frames.csv").is_file():
+        import pandas as pd
+
+        old = _frames(ws)
+        frames = pd.concat([old[~old["key"].isin(frames["key"])], frames], ignore_index=True)
     frames.to_csv(d / "frames.csv", index=False)
     _pow.write_rating_project(ws, frames)
     info = {
