@@ -417,7 +417,7 @@ def import_benchmark(
     for (_, r), v in zip(items.iterrows(), vis, strict=True):
         meta = {c: r.get(c) for c in META_COLUMNS if c in r}
         truth = _truth(r)
-        truth["_view"] = {"visibility": round(float(v), 4), "ppm": _num(r.get("ppm"))}
+        truth["_view"] = {"visibility": round(float(v), 4), "ppm": as_float(r.get("ppm"))}
         rows.append(
             {
                 "key": r["key"],
@@ -432,7 +432,8 @@ def import_benchmark(
     return proj
 
 
-def _num(v: Any) -> float | None:
+def as_float(v: Any) -> float | None:
+    """``v`` as a float, None for missing, NaN or non-numeric values (CSV metadata)."""
     try:
         f = float(v)
     except (TypeError, ValueError):

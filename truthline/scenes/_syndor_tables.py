@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from truthline.scenes._syndor import CONDITIONS, _num
+from truthline.scenes._syndor import CONDITIONS, as_float
 
 __all__ = [
     "THRESHOLD",
@@ -29,7 +29,7 @@ THRESHOLD = 0.80
 
 
 def _dist_key(v: Any) -> float:
-    f = _num(v)
+    f = as_float(v)
     return f if f is not None else float("inf")
 
 
