@@ -154,6 +154,63 @@ def test_blind_verification_and_adjudication(ls, release: Path, users_file: Path
     st = status(release)
     assert st["decided_by"][ADJUDICATOR] == expect_adj
 
+    # the adjudicator corrects one target: the latest adjudication decides, the corrected
+    # alias is mapped back to its entity, and the export carries the corrected value
+    from truthline.annotate import user_client
+    from truthline.physalign import write_import_tables
+
+    adj_tasks = json.loads((release / "private" / "label_studio.json").read_text())[admin.url][
+        "adjudicate"
+    ]["tasks"]
+    pid, tid = sorted(adj_tasks.items())[0]
+    old_role = (private[pid]["targets"].get("owner") or private[pid]["targets"]["referent"])[
+        "aliases"
+    ][0]
+    new_role = next(a for a in sorted(private[pid]["alias_map"]) if a != old_role)
+    me = user_client(admin.url, ADJUDICATOR, users_file)
+
+    def adjudicate(role: str) -> None:
+        me.post(
+            f"/api/tasks/{tid}/annotations/",
+            {
+                "result": [
+                    {
+                        "from_name": "decision",
+                        "to_name": "view",
+                        "type": "choices",
+                        "value": {"choices": ["correct_target_regenerate"]},
+                    },
+                    {
+                        "from_name": "corrected_role",
+                        "to_name": "view",
+                        "type": "choices",
+                        "value": {"choices": [role]},
+                    },
+                    {
+                        "from_name": "rationale",
+                        "to_name": "view",
+                        "type": "textarea",
+                        "value": {"text": ["SIMULATED correction"]},
+                    },
+                ],
+                "lead_time": 5.0,
+            },
+        )
+
+    adjudicate(new_role)
+    pull_adjudicate(admin, release)
+    row = next(r for r in read_jsonl(release / REVIEW) if r["probe_id"] == pid)
+    assert row["decision"] == "corrected_regenerated" and row["final"]["role"] == new_role
+    assert row["final"]["entity_id"] == private[pid]["alias_map"][new_role]
+    write_import_tables(release)
+    labels = (release / "import" / "labels.csv").read_text()
+    assert f"views/{pid},candidate,{ADJUDICATOR},{new_role},2,review,{new_role}" in labels
+    adjudicate("E9")
+    with pytest.raises(
+        TruthlineError, match=rf"task {tid} \(probe {pid}\): field corrected_role 'E9'"
+    ):
+        pull_adjudicate(admin, release)
+
 
 def test_simulated_account_without_password_is_refused_by_name(
     ls, tmp_path: Path, users_file: Path
