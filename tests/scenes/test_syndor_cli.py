@@ -17,13 +17,11 @@ from truthline.scenes._store import FrameStore
 from .test_syndor import DISTANCES, DORI, PPM, _render
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    root = tmp_path_factory.mktemp("frames")
+def _store(root, lightings=("noon", "midnight")):
     fs = FrameStore(root / "store")
     rng = np.random.default_rng(2)
     for d in DISTANCES:
-        for lt in ("noon", "midnight"):
+        for lt in lightings:
             for az in range(4):
                 r = _render(root, f"f{d}-{lt}-{az}".replace(".", "_"), d, lt, rng, az)
                 params = {"distance_m": d, "azimuth_deg": az * 45.0, "elevation_deg": 0.0,
@@ -39,6 +37,11 @@ def store(tmp_path_factory):
                 )  # fmt: skip
                 fs.save(rec)
     return root / "store"
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    return _store(tmp_path_factory.mktemp("frames"))
 
 
 def test_prepare_label_propagate_benchmark_tables(store, tmp_path):
@@ -81,3 +84,19 @@ def test_prepare_names_a_store_without_frames(tmp_path):
         app, ["--workspace", str(tmp_path / "ws"), "syndor", "prepare", "--store", str(tmp_path)]
     )
     assert res.exit_code == 1 and "no 'dori' frame records" in str(res.exception)
+
+
+def test_a_daylight_grid_needs_no_labels(tmp_path):
+    """No midnight frames: no labelling project, nothing to propagate, render-gt gold."""
+    store = _store(tmp_path, lightings=("noon",))
+    runner = CliRunner()
+
+    def tl(*args: str):
+        res = runner.invoke(app, ["--workspace", str(tmp_path / "ws"), *args])
+        assert res.exit_code == 0, (res.output, res.exception)
+        return json.loads(res.stdout)
+
+    prep = tl("syndor", "prepare", "--store", str(store), "--json")
+    assert prep["items"] == 12 and prep["sample"] == {}
+    prop = tl("syndor", "propagate", "--json")
+    assert prop["model"] is None and prop["label_sources"] == {"render-gt": 12}

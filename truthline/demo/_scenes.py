@@ -99,6 +99,10 @@ def run_scenes_demo(
     sim.simulate_labels(ws.store, LABELS, sample, seed=seed)
     human = dis.human_labels(ws.store, LABELS)
     labelled, model = sd.fit_and_propagate(items, human, seed=seed)
+    if model is None:  # the grid has no midnight frames
+        from truthline.errors import TruthlineError
+
+        raise TruthlineError(f"dori grid {grid!r} has no midnight frames to label; use small")
     say(
         f"discernibility: {int(human['discernible'].notna().sum())} SIMULATED human labels; "
         f"{model.name} chosen (5-fold CV accuracy {model.cv_accuracy:.3f}, macro-F1 "

@@ -350,32 +350,40 @@ def label_sample(
 
 
 def fit_and_propagate(
-    items: pd.DataFrame, human: pd.DataFrame, *, seed: int = 0, **fit_kw: Any
-) -> tuple[pd.DataFrame, _discern.DiscernModel]:
+    items: pd.DataFrame, human: pd.DataFrame | None, *, seed: int = 0, **fit_kw: Any
+) -> tuple[pd.DataFrame, _discern.DiscernModel | None]:
     """Fit the discernibility model on the human-labelled items and label every night and
-    night-vision item; day items are discernible when any of the person is visible."""
-    lab = human.dropna(subset=["discernible"])
-    train = items.merge(lab[["key", "discernible"]], on="key", how="inner")
-    if not len(train):
-        raise TruthlineError(
-            "no human discernibility labels for any benchmark item yet; label the sample "
-            "(truthline annotate push/pull on the labelling project) first"
-        )
-    model = _discern.fit_discernibility(
-        train,
-        train["discernible"].astype(bool).to_numpy(),
-        features=FEATURE_COLUMNS,
-        seed=seed,
-        **fit_kw,
-    )
-    night = items[items["condition"].isin(LABELLED)]
-    done = _discern.propagate(night, model, lab)
+    night-vision item; day items are discernible when any of the person is visible. With no
+    night items (a daylight grid) there is nothing to propagate: the model is None."""
     day = items[~items["condition"].isin(LABELLED)].copy()
     day["discernible"] = day["visible_px_mask"].to_numpy() > 0
     day["discernible_source"] = GT_PROVENANCE
     day["discernible_model"] = None
     day["discernible_model_cv_accuracy"] = np.nan
-    out = pd.concat([day, done], ignore_index=True)
+    night = items[items["condition"].isin(LABELLED)]
+    model: _discern.DiscernModel | None = None
+    parts = [day]
+    if len(night):
+        lab = human.dropna(subset=["discernible"]) if human is not None else None
+        train = (
+            items.merge(lab[["key", "discernible"]], on="key", how="inner")
+            if lab is not None
+            else items.iloc[:0]
+        )
+        if not len(train):
+            raise TruthlineError(
+                "no human discernibility labels for any benchmark item yet; label the sample "
+                "(truthline annotate push/pull on the labelling project) first"
+            )
+        model = _discern.fit_discernibility(
+            train,
+            train["discernible"].astype(bool).to_numpy(),
+            features=FEATURE_COLUMNS,
+            seed=seed,
+            **fit_kw,
+        )
+        parts.append(_discern.propagate(night, model, lab))
+    out = pd.concat(parts, ignore_index=True)
     # a person hidden from view (or absent) is never discernible, whoever said otherwise
     out.loc[out["visible_px_mask"] == 0, "discernible"] = False
     return out.sort_values("key").reset_index(drop=True), model

@@ -51,7 +51,8 @@ def prepare_cmd(
     items = sd.make_items(renders, out, seed=seed, workers=workers, ray_address=ray_address)
     sd.save_items(items, out / "items.parquet")
     sample = sd.label_sample(items, confidence=confidence, margin=margin, seed=seed)
-    dis.write_label_project(ws, LABELS, sample, strata=["dori", "lighting"])
+    if len(sample):  # a daylight-only grid has nothing for people to judge
+        dis.write_label_project(ws, LABELS, sample, strata=["dori", "lighting"])
     cochran: dict[str, Any] = dict(sample.attrs.get("cochran", {}))
     info: dict[str, Any] = {
         "renders": len(renders),
@@ -112,22 +113,28 @@ def propagate_cmd(
     ws = workspace(ctx)
     out = sd.items_dir(ws)
     items = sd.load_items(out / "items.parquet")
-    human = dis.human_labels(ws.store, LABELS)
+    human = dis.human_labels(ws.store, LABELS) if LABELS in ws.project_names() else None
     kw = SMALL_GRIDS if search == "small" else {}
     labelled, model = sd.fit_and_propagate(items, human, seed=seed, folds=folds, **kw)
     proj = sd.import_benchmark(ws, labelled, out)
     snap = sd.write_gold(ws.store, proj.name, labelled, model)
     sd.save_items(labelled, out / "labelled.parquet")
+    summary = model.summary() if model is not None else None
     (out / "discernibility_model.json").write_text(
-        json.dumps(model.summary(), indent=2, default=str), encoding="utf-8"
+        json.dumps(summary, indent=2, default=str), encoding="utf-8"
     )
     counts = labelled["discernible_source"].value_counts().to_dict()
-    info = {"model": model.summary(), "gold_snapshot": snap, "label_sources": counts}
+    info = {"model": summary, "gold_snapshot": snap, "label_sources": counts}
 
     def show() -> None:
-        console.print(
+        fit = (
             f"{model.name}: {folds}-fold CV accuracy {model.cv_accuracy:.3f}, macro-F1 "
-            f"{model.cv_macro_f1:.3f}; labels {counts}; gold snapshot {snap[:12]}.\n"
+            f"{model.cv_macro_f1:.3f}; "
+            if model is not None
+            else "no night frames: nothing to propagate; "
+        )
+        console.print(
+            f"{fit}labels {counts}; gold snapshot {snap[:12]}.\n"
             f"Next: truthline benchmark run --project {proj.name} --model SPEC ..."
         )
 
