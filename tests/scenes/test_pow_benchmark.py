@@ -33,7 +33,12 @@ def run(tmp_path_factory):
     snap = P.write_gold(ws.store, proj, frames)
     assert P.write_gold(ws.store, proj, frames) == snap
     man = run_benchmark(ws.store, proj, RunConfig(models=MODELS, concurrency=2), progress=False)
-    return frames, proj, load_run(ws.store, man["run_id"], proj)
+    # the same frames rated by SIMULATED raters in the generated rating project
+    P.write_rating_project(ws, frames)
+    P.simulate_ratings(ws.store, P.RATING_PROJECT, frames, seed=0)
+    run = load_run(ws.store, man["run_id"], proj)
+    run.store = ws.store
+    return frames, proj, run
 
 
 def test_gold_has_scorer_and_scene_provenance(run):
@@ -90,14 +95,19 @@ def test_report_sections_render(run, tmp_path, monkeypatch):
     # the fixture's run, without a store round trip
     monkeypatch.setattr(B, "load_run", lambda store, rid, project: r)
     ctx = SimpleNamespace(
-        store=None, project=proj, run_ids=["x"], data={}, files=tmp_path, resamples=50
+        store=r.store, project=proj, run_ids=["x"], data={}, files=tmp_path, resamples=50
     )
     secs = C.report_sections(ctx)
     assert [s.title for s in secs] == [
         "RealityBench: acceptability and conditional documentation",
         "RealityBench: per environment",
         "RealityBench: documentation per field",
+        "RealityBench: human baseline",
     ]
     for s in secs:
         s.model()  # every metric named has a glossary entry; every row has its n
-    assert set(ctx.data["realitybench"]) == {"overall", "by_environment", "by_field"}
+    t = ctx.data["realitybench"]
+    assert set(t) == {"overall", "by_environment", "by_field", "human"}
+    raters = [h["model"] for h in t["human"]]
+    assert len(raters) == 7 and raters[-1] == "human: raters' majority"
+    assert all(h["frames"] <= 60 for h in t["human"])

@@ -525,6 +525,73 @@ def pow_tables(
     return {"overall": overall, "by_environment": env_rows, "by_field": field_rows}
 
 
+RATING_PROJECT = "pow-acceptability"
+"""The generated acceptability-rating project (``truthline pow frames``) whose tier-1
+ratings become the human baseline rows."""
+
+
+def rater_verdicts(store: Any, project: str = RATING_PROJECT) -> pd.DataFrame:
+    """Long table (item key, rater, acceptable) of the rating project's tier-1 ratings in
+    the store (pulled from Label Studio, or SIMULATED); skips and deleted ones left out."""
+    from sqlalchemy import select
+
+    from truthline.store import tables
+
+    a = tables.annotations
+    keys = {v: k for k, v in store.item_ids_by_key(project).items()}
+    with store.begin() as conn:
+        rows = conn.execute(
+            select(a.c.item_id, a.c.annotator, a.c.value).where(
+                a.c.project == project,
+                a.c.field_path == ACCEPT_FIELD,
+                a.c.tier == 1,
+                a.c.deleted_at.is_(None),
+                a.c.skipped.is_(False),
+            )
+        ).all()
+    return pd.DataFrame(
+        [(keys.get(i, str(i)), who, bool(v)) for i, who, v in rows if v is not None],
+        columns=["item", "rater", "acceptable"],
+    )
+
+
+def human_rows(
+    decisions: pd.DataFrame,
+    ratings: pd.DataFrame,
+    resamples: int = 2000,
+    seed: int = 0,
+    env_col: str | None = "environment",
+) -> list[dict[str, Any]]:
+    """Human baseline rows for the tables: each rater (and the raters' majority) against the
+    scorer verdicts of the run's items, matched by item key."""
+    acc = decisions[decisions["field"] == ACCEPT_FIELD].drop_duplicates("item_id")
+    if not len(acc) or not len(ratings):
+        return []
+    key_col = "key" if "key" in acc else "item_id"
+    scorer = {str(k): bool(g) for k, g in zip(acc[key_col], acc["gold"], strict=True)}
+    env = dict(zip(acc[key_col].astype(str), environment_of(acc, env_col), strict=True))
+    rows = human_baseline(ratings, scorer, environment=env, resamples=resamples, seed=seed)
+    out = []
+    for r in rows:
+        out.append(
+            {
+                "model": f"human: {r['rater']}",
+                "frames": r["frames"],
+                "acceptability F1": fmt_ci(r["f1"]),
+                "false-accept rate": fmt_ci(r["false_accept_rate"]),
+                "by_environment": {
+                    e: {
+                        "acceptability F1": fmt_ci(x["f1"]),
+                        "false-accept rate": fmt_ci(x["false_accept_rate"]),
+                        "frames": x["frames"],
+                    }
+                    for e, x in r.get("by_environment", {}).items()
+                },
+            }
+        )
+    return out
+
+
 def report_sections(ctx: Any) -> list[Any]:
     """RealityBench sections of ``truthline benchmark report`` (a ``SECTIONS`` builder):
     empty unless the runs carry acceptability verdicts and the project lists the
@@ -542,9 +609,17 @@ def report_sections(ctx: Any) -> list[Any]:
         ctx.resamples if ctx.resamples is not None else ctx.project.benchmark.bootstrap_resamples,
         ctx.project.benchmark.seed,
     )
-    t = pow_tables(ctx.project, pd.concat(parts, ignore_index=True), rs)
+    dec = pd.concat(parts, ignore_index=True)
+    t = pow_tables(ctx.project, dec, rs)
+    # no rating project in the store: no ratings, no human rows
+    humans = (
+        human_rows(dec, rater_verdicts(ctx.store), rs.resamples, rs.seed)
+        if ctx.store is not None
+        else []
+    )
+    t["human"] = [{k: v for k, v in h.items() if k != "by_environment"} for h in humans]
     ctx.data["realitybench"] = t
-    return [
+    secs = [
         Section(
             "RealityBench: acceptability and conditional documentation",
             "Documentation is scored only on frames the acceptability scorer accepts; false "
@@ -572,6 +647,18 @@ def report_sections(ctx: Any) -> list[Any]:
             metrics=["conditional"],
         ),
     ]
+    if t["human"]:
+        secs.append(
+            Section(
+                "RealityBench: human baseline",
+                "Each rater of the acceptability-rating project (and the raters' majority) "
+                "scored against the scorer like a model: F1 and false-accept rate.",
+                t["human"],
+                n=[r["frames"] for r in t["human"]],
+                metrics=["acceptability"],
+            )
+        )
+    return secs
 
 
 def dashboard_section(ctx: Any, run_ids: Sequence[str]) -> None:
@@ -597,66 +684,3 @@ def dashboard_section(ctx: Any, run_ids: Sequence[str]) -> None:
     ):
         st.subheader(title)
         st.dataframe(pd.DataFrame(t[key]), hide_index=True)
-
-
-# -- SIMULATED models -------------------------------------------------------------------------------
-def _register_profiles() -> None:
-    """SIMULATED RealityBench-like models for demos and tests, registered with the benchmark
-    (so ``simulated:pow-strong`` resolves in any process that runs a benchmark) (error rates loosely after the paper's findings:
-    text in frame is easy, tape readings and lean judgments are hard)."""
-    from truthline.simulate._vlm import PROFILES, SimProfile
-
-    hard = {"tape_reading": 0.0, "tape_leans": 0.0, "gap": 0.0, "slope": 0.0, "acceptable": 0.0}
-    specs = {
-        "pow-strong": (
-            0.04,
-            {
-                **hard,
-                "tape_reading": 0.6,
-                "tape_leans": 0.3,
-                "gap": 0.35,
-                "slope": 0.25,
-                "acceptable": 0.2,
-                "damage_severity": 0.25,
-            },
-        ),
-        "pow-mid": (
-            0.1,
-            {
-                **hard,
-                "tape_reading": 0.8,
-                "tape_leans": 0.45,
-                "gap": 0.5,
-                "slope": 0.45,
-                "acceptable": 0.3,
-                "damage_severity": 0.4,
-            },
-        ),
-        "pow-weak": (
-            0.2,
-            {
-                **hard,
-                "tape_reading": 0.92,
-                "tape_leans": 0.5,
-                "gap": 0.65,
-                "slope": 0.6,
-                "acceptable": 0.4,
-                "damage_severity": 0.55,
-            },
-        ),
-    }
-    for name, (default, per_field) in specs.items():
-        if name in PROFILES:
-            continue
-
-        def make(d: float = default, pf: dict[str, float] = per_field, n: str = name) -> SimProfile:
-            return SimProfile(
-                description=f"SIMULATED RealityBench-like model ({n})",
-                default_error=d,
-                field_error=dict(pf),
-            )
-
-        PROFILES.add(name, make)
-
-
-_register_profiles()
