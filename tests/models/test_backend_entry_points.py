@@ -73,3 +73,16 @@ def test_each_entry_point_loads_its_backend(kind):
 def test_unknown_kind_lists_the_entry_point_kinds():
     with pytest.raises(TruthlineError, match=r"unknown kind 'nope' \(known: .*openai.*yolo"):
         get_backend("nope:x")
+
+
+def test_a_fresh_process_resolves_every_simulated_profile_through_the_entry_point():
+    """``--model simulated:pow-strong`` in a process that imported nothing else: the
+    profiles come with the simulated backend, not with a core package importing them."""
+    code = (
+        "from truthline.models import get_backend\n"
+        "for p in ('steel-v1', 'pow-strong', 'pow-mid', 'pow-weak'):\n"
+        "    print(get_backend('simulated:' + p).spec.name)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["steel-v1", "pow-strong", "pow-mid", "pow-weak"]

@@ -156,6 +156,62 @@ def _perfect() -> SimProfile:
     return SimProfile(description="SIMULATED oracle: answers the known truth", default_error=0.0)
 
 
+# SIMULATED RealityBench-like (proof-of-work) models: error rates loosely after the paper's
+# findings (text in frame is easy, tape readings and lean judgments are hard). They live
+# here, not beside the benchmark code, so any process asking for ``simulated:pow-*`` gets
+# them with the simulated backend and no core package imports simulation code.
+_POW_HARD = {"tape_reading": 0.0, "tape_leans": 0.0, "gap": 0.0, "slope": 0.0, "acceptable": 0.0}
+_POW = {
+    "pow-strong": (
+        0.04,
+        {
+            "tape_reading": 0.6,
+            "tape_leans": 0.3,
+            "gap": 0.35,
+            "slope": 0.25,
+            "acceptable": 0.2,
+            "damage_severity": 0.25,
+        },
+    ),
+    "pow-mid": (
+        0.1,
+        {
+            "tape_reading": 0.8,
+            "tape_leans": 0.45,
+            "gap": 0.5,
+            "slope": 0.45,
+            "acceptable": 0.3,
+            "damage_severity": 0.4,
+        },
+    ),
+    "pow-weak": (
+        0.2,
+        {
+            "tape_reading": 0.92,
+            "tape_leans": 0.5,
+            "gap": 0.65,
+            "slope": 0.6,
+            "acceptable": 0.4,
+            "damage_severity": 0.55,
+        },
+    ),
+}
+
+
+def _pow_profile(name: str, default: float, per_field: dict[str, float]) -> None:
+    @simulated_profile(name)
+    def make() -> SimProfile:
+        return SimProfile(
+            description=f"SIMULATED RealityBench-like model ({name})",
+            default_error=default,
+            field_error={**_POW_HARD, **per_field},
+        )
+
+
+for _name, (_default, _per_field) in _POW.items():
+    _pow_profile(_name, _default, _per_field)
+
+
 def seeded_rng(*parts: str) -> random.Random:
     """A ``random.Random`` seeded from strings (stable across processes and platforms)."""
     digest = hashlib.sha256("\x1f".join(parts).encode()).digest()
