@@ -420,7 +420,7 @@ def import_benchmark(
         if project not in ws.project_names()
         else ws.registered(project)
     )
-    vis = simulated_visibility(items.assign(is_nv=items["is_nv"]))
+    vis = simulated_visibility(items)  # for SIMULATED models only (sim_truth._view)
     rows = []
     for (_, r), v in zip(items.iterrows(), vis, strict=True):
         meta = {c: r.get(c) for c in META_COLUMNS if c in r}
