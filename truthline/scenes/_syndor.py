@@ -18,7 +18,8 @@
    ``truthline benchmark run`` scores any model spec on it (``yolo:`` included).
 5. **Tables**: ``_syndor_tables`` (the paper's tables, report and dashboard sections).
 
-SIMULATED stand-ins (annotators, the ``simulated-dori`` viewer model) live in ``_syndor_sim``.
+SIMULATED stand-ins (annotators, the ``simulated-dori`` viewer model) live in ``_syndor_sim``;
+this module imports it only to write the known truth SIMULATED models read (``sim_truth``).
 """
 
 from __future__ import annotations
@@ -36,11 +37,12 @@ import pandas as pd
 
 from truthline.errors import TruthlineError
 from truthline.scenes import _discern, _features, _isp
-from truthline.scenes._syndor_sim import action_words, simulated_visibility
 
 __all__ = [
     "CONDITIONS",
     "FEATURE_COLUMNS",
+    "action_words",
+    "as_float",
     "fan_out",
     "fit_and_propagate",
     "import_benchmark",
@@ -390,6 +392,16 @@ def fit_and_propagate(
 
 
 # -- 4: items and gold --------------------------------------------------------
+def action_words() -> dict[str, str]:
+    """The reference answer text of each pose for the open action question."""
+    try:
+        from truthline.scenes._humanoid import ACTION_WORDS
+
+        return dict(ACTION_WORDS)
+    except ImportError:  # pragma: no cover - the humanoid module ships with the scenes core
+        return {}
+
+
 def _truth(row: Mapping[str, Any]) -> dict[str, Any]:
     present = bool(row["present"]) and bool(row["discernible"])
     out: dict[str, Any] = {"present": present}
@@ -420,7 +432,9 @@ def import_benchmark(
         if project not in ws.project_names()
         else ws.registered(project)
     )
-    vis = simulated_visibility(items)  # for SIMULATED models only (sim_truth._view)
+    from truthline.scenes._syndor_sim import simulated_visibility  # SIMULATED models' truth
+
+    vis = simulated_visibility(items)
     rows = []
     for (_, r), v in zip(items.iterrows(), vis, strict=True):
         meta = {c: r.get(c) for c in META_COLUMNS if c in r}

@@ -16,11 +16,11 @@ import numpy as np
 import pandas as pd
 
 from truthline.errors import TruthlineError
+from truthline.scenes._syndor import action_words
 
 __all__ = [
     "SIM_ANNOTATORS",
     "SIM_PROFILES",
-    "action_words",
     "simulate_labels",
     "simulated_visibility",
 ]
@@ -97,15 +97,6 @@ def simulate_labels(store: Any, label_project: str, sample: pd.DataFrame, *, see
         if new:
             conn.execute(a.insert(), new)
     return len(new)
-
-
-def action_words() -> dict[str, str]:
-    try:
-        from truthline.scenes._humanoid import ACTION_WORDS
-
-        return dict(ACTION_WORDS)
-    except ImportError:  # pragma: no cover - the humanoid module ships with the scenes core
-        return {}
 
 
 SIM_PROFILES: dict[str, dict[str, float]] = {
