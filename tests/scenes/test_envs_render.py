@@ -17,7 +17,7 @@ from truthline.scenes._store import FrameStore
 ENVS = ("tape_gap", "slope_gauge", "plate", "label_board", "vehicle_face", "damage_view")
 # (environment, scene key, value): variants rendered on their own as well
 VARIANTS = (("label_board", "variant", "ro_board"), ("label_board", "variant", "equipment_label"))
-FRAMES = ENVS + tuple(f"{e}:{v}" for e, _, v in VARIANTS)
+FRAMES = (*ENVS, *(f"{e}:{v}" for e, _, v in VARIANTS), "plate:settings-res")
 RES = [192, 144]
 WB = RenderSettings(engine="BLENDER_WORKBENCH", spp=1, denoise=None, mask=True)
 
@@ -44,6 +44,16 @@ def frames(worker, tmp_path_factory):
         rep = render(name, [_frame(name, [], 5, (key, value))], out, WB, client=worker)
         assert not rep.failed, rep.failed
         recs[f"{name}:{value}"] = rep.records[0]
+    # the render settings override the camera's resolution (`truthline scenes render --res`):
+    # the GT must come out in the pixels actually rendered
+    big = get_environment("plate").sample(np.random.default_rng(2), {"bad": []})
+    big["camera"].update(distance_m=big["camera"]["distance_m"] * 0.4, aim=[0.0, 0.0])
+    small = RenderSettings(
+        engine="BLENDER_WORKBENCH", spp=1, denoise=None, mask=True, res_x=RES[0], res_y=RES[1]
+    )
+    rep = render("plate", [big], out, small, client=worker)
+    assert not rep.failed, rep.failed
+    recs["plate:settings-res"] = rep.records[0]
     rep = render("tape_gap", [_frame("tape_gap", ["occluded"], 1)], out, WB, client=worker)
     assert not rep.failed, rep.failed
     recs["occluded"] = rep.records[0]

@@ -492,6 +492,15 @@ def bpy_projection_check(
     return dev
 
 
+def render_res(ctx: Any) -> tuple[int, int] | None:
+    """The resolution the worker renders at (the render settings may override the camera's)."""
+    try:
+        r = ctx.res
+    except Exception:
+        return None
+    return (int(r[0]), int(r[1])) if r else None
+
+
 def texture_dir(ctx: Any) -> str:
     """Where the worker writes textures: content-addressed, so one shared folder is reused."""
     import tempfile
@@ -608,7 +617,12 @@ class PlanarEnv:
         p["occluder"] = self.occluder(p).to_dict() if "occluded" in bad else None
         return p
 
-    def spec_pose(self, params: Mapping[str, Any]) -> tuple[CameraSpec, CameraPose]:
+    def spec_pose(
+        self, params: Mapping[str, Any], res: Sequence[int] | None = None
+    ) -> tuple[CameraSpec, CameraPose]:
+        """The camera of the params; ``res``: the resolution the frame is rendered at when it
+        is not the params' own (the render settings override it): same lens, same pose,
+        pixel GT at that resolution (Blender fits the sensor horizontally)."""
         c = params["camera"]
         spec = phone(c["zoom"], c["res"])
         pose = rig_pose(
@@ -620,6 +634,8 @@ class PlanarEnv:
             c["roll_deg"],
             spec,
         )
+        if res is not None and tuple(res) != (spec.res_x, spec.res_y):
+            spec = phone(c["zoom"], res)
         return spec, pose
 
     def occluder(self, params: Mapping[str, Any]) -> Box:
@@ -644,9 +660,12 @@ class PlanarEnv:
         spec, pose = self.spec_pose(params)
         return spec, pose, effects_of(params)
 
-    def host_gt(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        """Every GT value derivable from the params (no Blender)."""
-        spec, pose = self.spec_pose(params)
+    def host_gt(
+        self, params: Mapping[str, Any], res: Sequence[int] | None = None
+    ) -> dict[str, Any]:
+        """Every GT value derivable from the params (no Blender), in pixels of ``res``
+        (default: the params' camera resolution)."""
+        spec, pose = self.spec_pose(params, res)
         gt = target_gt(
             self.target(params), spec, pose, self.occluders(params), self.target_names[0]
         )
@@ -677,8 +696,9 @@ class PlanarEnv:
         return h
 
     def extract(self, ctx: Any, params: Mapping[str, Any], handles: Any) -> dict[str, Any]:
-        gt = self.host_gt(params)
-        spec, pose = self.spec_pose(params)
+        res = render_res(ctx)
+        gt = self.host_gt(params, res)
+        spec, pose = self.spec_pose(params, res)
         t = self.target(params)
         gt["occlusion_analytic"] = gt["occlusion"]
         gt["occlusion"] = bpy_occlusion(pose.position, t.grid(), self.target_names)

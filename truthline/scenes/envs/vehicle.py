@@ -76,9 +76,11 @@ class VehicleFace(PlanarEnv):
         # the rig orbits the car's centre; "view" is measured from the vertical
         return plane((0, 0, 0.75), (0, 0, 1), (1, 0, 0), CAR_LENGTH / 2, 0.9, 0.05)
 
-    def host_gt(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        spec, pose = self.spec_pose(params)
-        gt = super().host_gt(params)
+    def host_gt(
+        self, params: Mapping[str, Any], res: Sequence[int] | None = None
+    ) -> dict[str, Any]:
+        spec, pose = self.spec_pose(params, res)
+        gt = super().host_gt(params, res)
         res = (spec.res_x, spec.res_y)
         pts = project(body_corners(params["scene"]["body"]), spec, pose, res)
         if (pts[:, 2] > 0).all():
@@ -157,9 +159,9 @@ class VehicleFace(PlanarEnv):
     target_names = ("body", "cabin", "wheel_-1_-1", "wheel_-1_1", "wheel_1_-1", "wheel_1_1")
 
     def extract(self, ctx: Any, params: Mapping[str, Any], handles: Any) -> dict[str, Any]:
-        from truthline.scenes.envs._common import bpy_occlusion
+        from truthline.scenes.envs._common import bpy_occlusion, render_res
 
-        gt = self.host_gt(params)
+        gt = self.host_gt(params, render_res(ctx))
         _, pose = self.spec_pose(params)
         gt["occlusion_analytic"] = gt["occlusion"]
         gt["occlusion"] = bpy_occlusion(
