@@ -264,3 +264,18 @@ def test_renders_from_store_reads_one_grid_when_the_store_holds_more(tmp_path):
 
     with pytest.raises(TruthlineError, match="no 'dori' frame records"):
         sd.renders_from_store(tmp_path / "empty")
+
+
+def test_simulated_dori_resolves_through_its_entry_point_in_a_fresh_process():
+    """The backend registers itself when the entry point imports its module (a check of
+    'simulated-dori' in the registry is true before that import: entry points count)."""
+    import subprocess
+    import sys
+
+    code = (
+        "from truthline.models._registry import get_backend\n"
+        "b = get_backend('simulated-dori:weak')\n"
+        "assert type(b).__name__ == 'SimulatedDoriBackend' and b.simulated, b\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
