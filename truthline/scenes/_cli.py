@@ -12,8 +12,9 @@ from truthline._cli_common import JsonOpt, console, emit, err_console, workspace
 from truthline.scenes._types import RenderSettings, SceneError, get_environment
 
 app = typer.Typer(
-    help="Rendered scenes: Blender environments (DORI person, …), declared grids, rendering "
-    "over long-lived Blender workers (Ray for several).",
+    help="Rendered scenes: Blender environments, declared grids, rendering over workers.\n\n"
+    "Environments (DORI person, the RealityBench scenes) render in long-lived Blender workers, "
+    "fanned out over Ray when there are several.",
     no_args_is_help=True,
 )
 
