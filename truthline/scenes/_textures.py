@@ -486,8 +486,9 @@ def damage_texture(
     size_px: int = 512,
     seed: int = 0,
 ) -> Texture:
-    """A square patch of painted panel with a dent (shaded hollow), scratches (bright lines
-    through the paint) or a crack (a dark jagged line); severity scales its extent and depth.
+    """A square patch (30 cm) of painted panel with a dent (shaded hollow), scratches (bright
+    lines through the paint) or a crack (a dark jagged line), and a centimetre scale along its
+    bottom edge; severity scales the damage's extent and depth.
     ``gt["damage_px"]`` is the damaged area's bounding box in texture pixels."""
     if kind not in DAMAGE_TYPES or severity not in SEVERITIES:
         raise TextureError(f"damage {kind!r}/{severity!r}: use {DAMAGE_TYPES} x {SEVERITIES}")
@@ -526,10 +527,19 @@ def damage_texture(
             x += rng.uniform(s * 0.02, s * 0.05)
             y += rng.uniform(-s * 0.03, s * 0.03)
         d.line(pts, fill=(15, 10, 10), width=int(2 + k * 2))
+    # the adjuster's scale along the bottom edge: black/white centimetre blocks (the patch is
+    # 30 cm wide), the sharp reference a close-up damage photo is judged by
+    cm = s / 30.0
+    for k in range(30):
+        d.rectangle(
+            [k * cm, s - 0.06 * s, (k + 1) * cm - 1, s - 1],
+            fill=(15, 15, 15) if k % 2 else (240, 240, 235),
+        )
     return Texture(
         img,
         {
             "kind": "damage",
+            "scale_cm_px": round(cm, 4),
             "damage_type": kind,
             "severity": severity,
             "damage_px": [round(float(v), 2) for v in box],

@@ -65,7 +65,7 @@ class LabelBoard(PlanarEnv):
         max_distance_m=4.0,
         max_view_angle_deg=55.0,
         min_size_frac=0.05,
-        min_sharpness=0.11,
+        min_sharpness=0.085,
     )
 
     def scene_params(self, rng: np.random.Generator, bad: Sequence[str]) -> dict[str, Any]:

@@ -50,6 +50,7 @@ class SlopeGauge(PlanarEnv):
     version = "1"
     detail_ratio = 0.5
     dist_good = (0.12, 0.3)
+    aim_good = 0.2
     dist_bad = (1.0, 1.8)
     thresholds = Thresholds(min_feature_px=3.0, max_distance_m=1.0)
 

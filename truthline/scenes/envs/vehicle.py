@@ -51,7 +51,7 @@ def _colour(rng: np.random.Generator) -> list[float]:
 @register_environment
 class VehicleFace(PlanarEnv):
     name = "vehicle_face"
-    version = "1"
+    version = "2"
     # at 6-9 m a phone lens is past its hyperfocal distance: defocus is not a factor here
     factors = ("framing", "distance", "occluded", "shake", "glare")
     dist_good = (6.0, 9.0)
@@ -65,7 +65,7 @@ class VehicleFace(PlanarEnv):
         max_distance_m=15.0,
         max_view_angle_deg=None,
         min_feature_px=None,
-        min_sharpness=0.008,
+        min_sharpness=0.006,
     )
 
     def scene_params(self, rng: np.random.Generator, bad: Sequence[str]) -> dict[str, Any]:
@@ -204,7 +204,7 @@ def _car_side(colour: Sequence[float]) -> Image.Image:
 @register_environment
 class DamageView(PlanarEnv):
     name = "damage_view"
-    version = "2"
+    version = "3"
     # a dented or scratched panel is mostly paint: text-style contrast does not apply
     factors = ("framing", "distance", "angle", "occluded", "defocus", "shake")
     dist_good = (0.5, 1.2)
@@ -218,7 +218,7 @@ class DamageView(PlanarEnv):
         min_feature_px=3.0,
         min_size_frac=0.1,
         min_contrast=None,
-        min_sharpness=0.05,
+        min_sharpness=0.12,
         gray={
             "distance": (1.5, 3.0),
             "view_angle": 0.08,
