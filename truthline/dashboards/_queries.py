@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy import distinct, func, select
 
-from truthline.store import Store
+from truthline.store import Store, resolve_snapshot
 from truthline.store import tables as t
 
 
@@ -89,18 +89,14 @@ def loop_funnel(store: Store, project: str) -> list[dict[str, Any]]:
                 ),
             ),
         )
-        snap = conn.execute(
-            select(t.gold_snapshots.c.hash)
-            .where(t.gold_snapshots.c.project == project)
-            .order_by(t.gold_snapshots.c.created_at.desc())
-        ).first()
+        snap = resolve_snapshot(conn, project, None)  # the one "latest gold" rule
         gold_items = 0
         if snap:
             gold_items = _items_where(
                 conn,
-                select(func.count(distinct(t.gold.c.item_id))).where(t.gold.c.snapshot == snap[0]),
+                select(func.count(distinct(t.gold.c.item_id))).where(t.gold.c.snapshot == snap),
             )
-        add("in gold", f"snapshot {snap[0][:10]}" if snap else "no snapshot", gold_items)
+        add("in gold", f"snapshot {snap[:10]}" if snap else "no snapshot", gold_items)
         rr, runs = t.run_results, t.runs
         add(
             "benchmarked",
