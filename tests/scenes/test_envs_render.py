@@ -105,3 +105,5 @@ def test_tape_texture_shows_where_the_gt_says(frames):
     # the tape blade is yellow: red and green well above blue inside the target polygon
     assert (inner[:, 0] - inner[:, 2]).mean() > 40 and (inner[:, 1] - inner[:, 2]).mean() > 30
     assert rec.questions and rec.questions[0]["field"] == "tape_reading"
+    last = rec.questions[-1]  # "acceptable?" with the scorer's verdict and what failed
+    assert last["field"] == "acceptable" and last["answer"] == rec.acceptability["acceptable"]

@@ -6,6 +6,7 @@ gray frames excluded and counted), rater-vs-others and Krippendorff's alpha with
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import krippendorff
 import numpy as np
@@ -134,3 +135,12 @@ def test_rating_project_is_generated_imported_and_filled_by_simulated_raters(fra
 
     assert plain(got) == plain(table)
     assert all(r.endswith("@simulated.invalid") for r in got.columns)
+
+
+def test_tuned_verdicts_reach_the_gold_not_the_stale_answer(frames):
+    from truthline.project import load_project
+
+    proj = load_project(Path(__file__).resolve().parents[2] / "projects" / "proof-of-work")
+    row = frames.iloc[0].to_dict()
+    flipped = {**row, "acceptable": not row["acceptable"]}
+    assert P.truth_of(flipped, proj)["acceptable"] == (not row["acceptable"])

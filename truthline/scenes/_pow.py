@@ -585,7 +585,7 @@ def truth_of(frame: Mapping[str, Any], project: Any) -> dict[str, Any]:
     for ``acceptable`` and every documentation answer (normalised by its field type)."""
     out: dict[str, Any] = {"acceptable": bool(frame["acceptable"])}
     for f, v in json.loads(frame["answers"]).items():
-        if f not in project.field_types:
+        if f == "acceptable" or f not in project.field_types:  # the verdict is the frame's
             continue
         ft = project.field(f)
         if isinstance(v, list) and ft.name != "multi_choice":

@@ -710,6 +710,28 @@ class PlanarEnv:
             gt["font"] = handles.get("font")
         return gt
 
+    def doc_questions(self, gt: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The documentation questions with their exact answers (the environment's own)."""
+        return []
+
+    def questions(
+        self, gt: Mapping[str, Any], acceptability: Acceptability | None
+    ) -> list[dict[str, Any]]:
+        """The documentation questions, then "acceptable?" with the scorer's verdict and
+        the terms that failed (when the frame was scored)."""
+        out = self.doc_questions(gt)
+        if acceptability is not None:
+            out.append(
+                q(
+                    "acceptable",
+                    "Would this photo be accepted as proof of the work step?",
+                    bool(acceptability.acceptable),
+                    "boolean",
+                    failed_terms=list(acceptability.failed),
+                )
+            )
+        return out
+
     def post(self, gt: Mapping[str, Any], image: Any) -> np.ndarray:
         """The frame as the camera delivers it: the render (8-bit sRGB, render-time DOF and
         shake already in) with the host-side post effects of ``gt["post_effects"]``."""

@@ -152,7 +152,7 @@ class LabelBoard(PlanarEnv):
     def _tex_path(p: str) -> str:
         return p
 
-    def questions(self, gt: Mapping[str, Any], acceptability: Any) -> list[dict[str, Any]]:
+    def doc_questions(self, gt: Mapping[str, Any]) -> list[dict[str, Any]]:
         out = []
         for key, value in gt["rows"].items():
             field = {

@@ -103,7 +103,7 @@ class Plate(PlanarEnv):
         )
         return {"target": "target"}
 
-    def questions(self, gt: Mapping[str, Any], acceptability: Any) -> list[dict[str, Any]]:
+    def doc_questions(self, gt: Mapping[str, Any]) -> list[dict[str, Any]]:
         return [
             q("plate", "What are the licence plate's characters?", gt["plate"], "reading"),
             q("plate_state", "Which state issued the plate?", gt["state"], "reading"),

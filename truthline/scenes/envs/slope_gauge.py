@@ -118,7 +118,7 @@ class SlopeGauge(PlanarEnv):
         bpy_quad("target", t.corners(), bpy_material("face", image=tex_path, rough=0.3))
         return {"target": "target"}
 
-    def questions(self, gt: Mapping[str, Any], acceptability: Any) -> list[dict[str, Any]]:
+    def doc_questions(self, gt: Mapping[str, Any]) -> list[dict[str, Any]]:
         return [
             q(
                 "slope",

@@ -148,7 +148,7 @@ class TapeGap(PlanarEnv):
         )
         return {"target": "target"}
 
-    def questions(self, gt: Mapping[str, Any], acceptability: Any) -> list[dict[str, Any]]:
+    def doc_questions(self, gt: Mapping[str, Any]) -> list[dict[str, Any]]:
         return [
             q(
                 "tape_reading",

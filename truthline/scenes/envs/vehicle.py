@@ -169,7 +169,7 @@ class VehicleFace(PlanarEnv):
         )
         return gt
 
-    def questions(self, gt: Mapping[str, Any], acceptability: Any) -> list[dict[str, Any]]:
+    def doc_questions(self, gt: Mapping[str, Any]) -> list[dict[str, Any]]:
         return [
             q(
                 "visible_face",
@@ -283,7 +283,7 @@ class DamageView(PlanarEnv):
         )
         return {"target": "target"}
 
-    def questions(self, gt: Mapping[str, Any], acceptability: Any) -> list[dict[str, Any]]:
+    def doc_questions(self, gt: Mapping[str, Any]) -> list[dict[str, Any]]:
         part = gt["damaged_part"]
         return [
             q(
