@@ -111,3 +111,25 @@ def test_report_sections_render(run, tmp_path, monkeypatch):
     raters = [h["model"] for h in t["human"]]
     assert len(raters) == 7 and raters[-1] == "human: raters' majority"
     assert all(h["frames"] <= 60 for h in t["human"])
+
+
+def test_dashboard_section_shows_the_tables(run, monkeypatch):
+    from types import SimpleNamespace
+
+    import streamlit as st
+
+    import truthline.benchmark as B
+    from truthline.benchmark import _conditional as C
+
+    _, proj, r = run
+    monkeypatch.setattr(B, "load_run", lambda store, rid, project: r)
+    shown: list[tuple[str, int]] = []
+    monkeypatch.setattr(st, "subheader", lambda t: shown.append((t, -1)))
+    monkeypatch.setattr(st, "dataframe", lambda df, **k: shown.append(("table", len(df))))
+    C.dashboard_section(SimpleNamespace(store=None, project=proj), ["x"])
+    assert [t for t, _ in shown if t != "table"] == [
+        "Overall",
+        "Per environment",
+        "Per documentation field",
+    ]
+    assert [n for t, n in shown if t == "table"][:2] == [3, 3 * len(P.ENVIRONMENTS)]
