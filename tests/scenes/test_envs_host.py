@@ -135,3 +135,19 @@ def test_sampler_reaches_about_half_acceptable(name):
     r = estimate_rates(get_environment(name), n=150, seed=0)
     assert 0.35 <= r["acceptable"] <= 0.65, r
     assert r["clean_acceptable"] >= 0.9
+
+
+def test_car_panels_read_upright_from_outside():
+    # a texture on a panel (damage patch) must not come out upside down: its u axis is the
+    # right of a level camera looking at the panel from outside, its v axis points up
+    from truthline.scenes import CameraPose
+    from truthline.scenes._camera import camera_to_world
+    from truthline.scenes.envs._car import panels
+
+    for p in panels():
+        if p.face == "top":
+            continue
+        c, n = np.array(p.centre), np.array(p.normal, float)
+        m = camera_to_world(CameraPose(tuple(c + 2 * n), tuple(c)))
+        assert np.allclose(m[:3, 0], p.u), p.name
+        assert np.cross(n, p.u)[2] > 0.99, p.name

@@ -49,7 +49,7 @@ def panels() -> list[Panel]:
     ]
     for side, sx in (("left", -1), ("right", 1)):
         n = (sx, 0, 0)
-        uu = (0, -1, 0) if sx > 0 else (0, 1, 0)
+        uu = (0, 1, 0) if sx > 0 else (0, -1, 0)  # "right" as seen from outside
         out += [
             Panel(f"{side}_front_fender", side, (sx * W2, L2 - 0.55, zh), n, uu, 0.45, 0.25),
             Panel(f"{side}_front_door", side, (sx * W2, 0.45, zl + 0.12), n, uu, 0.5, 0.3),

@@ -204,7 +204,7 @@ def _car_side(colour: Sequence[float]) -> Image.Image:
 @register_environment
 class DamageView(PlanarEnv):
     name = "damage_view"
-    version = "3"
+    version = "4"
     # a dented or scratched panel is mostly paint: text-style contrast does not apply
     factors = ("framing", "distance", "angle", "occluded", "defocus", "shake")
     dist_good = (0.5, 1.2)
