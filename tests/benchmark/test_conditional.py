@@ -214,3 +214,33 @@ def test_simulated_pow_profiles_resolve_in_a_fresh_benchmark_process():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "SIMULATED" in out.stdout
+
+
+def test_ranking_rows_from_across_metrics_output():
+    across = [
+        {
+            "run_id": "r1",
+            "metrics": {
+                "acceptability_documentation_rank": {
+                    "value": {"point": 0.6, "low": 0.2, "high": 1.0},
+                    "items": 40,
+                },
+                "rendering_transfer": {
+                    "value": {"point": 1.0, "low": None, "high": None},
+                    "renderings": ["spp16", "spp4"],
+                    "scenes": 20,
+                },
+            },
+        },
+        {"run_id": "r2", "metrics": {"rendering_transfer": {"value": None, "note": "x"}}},
+    ]
+    rows = C.ranking_rows(across)
+    assert rows == [
+        {
+            "run": "r1",
+            "ranking": "acceptability F1 vs documentation",
+            "Kendall tau": "0.60 [0.20, 1.00]",
+            "n": 40,
+        },
+        {"run": "r1", "ranking": "documentation, spp16 vs spp4", "Kendall tau": "1.00", "n": 20},
+    ]

@@ -525,6 +525,43 @@ def pow_tables(
     return {"overall": overall, "by_environment": env_rows, "by_field": field_rows}
 
 
+def ranking_rows(across: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Rows of the two rank comparisons from ``across_metrics`` output (plain data)."""
+
+    def fmt(v: Any) -> str | None:
+        if not isinstance(v, Mapping) or v.get("point") is None:
+            return None
+        lo, hi = v.get("low"), v.get("high")
+        ci = f" [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None else ""
+        return f"{v['point']:.2f}{ci}"
+
+    rows = []
+    for a in across:
+        m = a.get("metrics", {})
+        r = m.get("acceptability_documentation_rank") or {}
+        if r.get("value") is not None:
+            rows.append(
+                {
+                    "run": a.get("run_id"),
+                    "ranking": "acceptability F1 vs documentation",
+                    "Kendall tau": fmt(r["value"]),
+                    "n": r.get("items"),
+                }
+            )
+        r = m.get("rendering_transfer") or {}
+        if r.get("value") is not None:
+            names = " vs ".join(r.get("renderings", []))
+            rows.append(
+                {
+                    "run": a.get("run_id"),
+                    "ranking": f"documentation, {names}",
+                    "Kendall tau": fmt(r["value"]),
+                    "n": r.get("scenes"),
+                }
+            )
+    return rows
+
+
 RATING_PROJECT = "pow-acceptability"
 """The generated acceptability-rating project (``truthline pow frames``) whose tier-1
 ratings become the human baseline rows."""
@@ -647,6 +684,20 @@ def report_sections(ctx: Any) -> list[Any]:
             metrics=["conditional"],
         ),
     ]
+    ranks = ranking_rows(ctx.data.get("across") or [])
+    t["rankings"] = ranks
+    if ranks:
+        secs.append(
+            Section(
+                "RealityBench: rankings",
+                "Kendall's tau between the models' acceptability F1 and documentation ranks, "
+                "and between their documentation ranks on two renderings of the same scenes "
+                "(paired bootstrap CI over items / scenes).",
+                ranks,
+                n=[r["n"] for r in ranks],
+                metrics=["acceptability_documentation_rank", "rendering_transfer"],
+            )
+        )
     if t["human"]:
         secs.append(
             Section(
