@@ -107,7 +107,7 @@ def test_report_sections_render(run, tmp_path, monkeypatch):
     for s in secs:
         s.model()  # every metric named has a glossary entry; every row has its n
     t = ctx.data["realitybench"]
-    assert set(t) == {"overall", "by_environment", "by_field", "human"}
+    assert set(t) == {"overall", "by_environment", "by_field", "human", "rankings"}
     raters = [h["model"] for h in t["human"]]
     assert len(raters) == 7 and raters[-1] == "human: raters' majority"
     assert all(h["frames"] <= 60 for h in t["human"])
