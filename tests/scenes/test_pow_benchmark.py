@@ -133,3 +133,20 @@ def test_dashboard_section_shows_the_tables(run, monkeypatch):
         "Per documentation field",
     ]
     assert [n for t, n in shown if t == "table"][:2] == [3, 3 * len(P.ENVIRONMENTS)]
+
+
+def test_benchmark_report_shows_the_realitybench_tables(run, tmp_path):
+    from truthline.benchmark import write_report
+
+    _, proj, r = run
+    out = tmp_path / "report.md"
+    write_report(r.store, proj, [r.manifest["run_id"]], out, resamples=50)
+    text = out.read_text()
+    for title in (
+        "RealityBench: acceptability and conditional documentation",
+        "RealityBench: per environment",
+        "RealityBench: documentation per field",
+        "RealityBench: human baseline",
+    ):
+        assert title in text, title
+    assert "human: raters' majority" in text and "tape_gap" in text

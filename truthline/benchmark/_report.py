@@ -19,6 +19,7 @@ import pandas as pd
 
 from truthline.audit._cifmt import design_note, with_design
 from truthline.benchmark._across import across_metrics
+from truthline.benchmark._conditional import report_sections as _realitybench_sections
 from truthline.benchmark._results import compare_gold, leaderboard, paired_matrix
 from truthline.project import Project
 from truthline.report import CONTRAST, Figure, Paragraph, Report, Table, render_html
@@ -381,6 +382,7 @@ SECTIONS: list[SectionBuilder] = [
     _four_way_sections,
     # add a section here: ``def _x_sections(ctx: ReportContext) -> list[Section]`` (empty
     # list when the runs have nothing for it), listed where it should appear in the report
+    _realitybench_sections,  # RealityBench per-environment tables (proof-of-work runs only)
     _across_run_sections,
     _paired_sections,
     _compare_gold_sections,
