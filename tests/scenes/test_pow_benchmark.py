@@ -38,6 +38,7 @@ def run(tmp_path_factory):
     P.simulate_ratings(ws.store, P.RATING_PROJECT, frames, seed=0)
     run = load_run(ws.store, man["run_id"], proj)
     run.store = ws.store
+    run.ws = ws
     return frames, proj, run
 
 
@@ -150,3 +151,25 @@ def test_benchmark_report_shows_the_realitybench_tables(run, tmp_path):
     ):
         assert title in text, title
     assert "human: raters' majority" in text and "tape_gap" in text
+
+
+def test_dashboard_benchmark_page_shows_the_realitybench_tables(run, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    _, proj, r = run
+    monkeypatch.setenv("TRUTHLINE_WORKSPACE", str(r.ws.root))
+    monkeypatch.delenv("TRUTHLINE_DB", raising=False)
+    monkeypatch.setenv("TRUTHLINE_PROJECT", proj.name)
+    script = "from truthline.dashboards._frame import main\nmain(page='benchmark')\n"
+    at = AppTest.from_string(script, default_timeout=120).run()
+    assert not at.exception, at.exception
+    assert "RealityBench" in [h.value for h in at.header]
+    assert {"Overall", "Per environment", "Per documentation field"} <= {
+        h.value for h in at.subheader
+    }
+    env_table = next(
+        d.value
+        for d in at.dataframe
+        if "acceptable frames" in d.value.columns and "environment" in d.value.columns
+    )
+    assert set(env_table["environment"]) == set(P.ENVIRONMENTS)

@@ -719,6 +719,8 @@ def dashboard_section(ctx: Any, run_ids: Sequence[str]) -> None:
 
     from truthline.benchmark import load_run
 
+    if "conditional" not in ctx.project.benchmark.metrics:
+        return  # not a RealityBench-style project: no run is loaded
     parts = [load_run(ctx.store, rid, ctx.project).decisions for rid in run_ids]
     parts = [p for p in parts if is_pow(p)]
     if not parts:

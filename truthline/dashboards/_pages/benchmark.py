@@ -399,3 +399,6 @@ def benchmark(ctx: Context) -> None:
     _gold_provenance(ctx, run_id)
     st.header("Across models")
     _across(ctx, run_id)
+    from truthline.benchmark._conditional import dashboard_section  # RealityBench tables
+
+    dashboard_section(ctx, list(chosen))
