@@ -142,6 +142,13 @@ class ReportContext:
 SectionBuilder = Callable[[ReportContext], list[Section]]
 
 
+def _syndorbench_sections(ctx: ReportContext) -> list[Section]:
+    """SynDORBench tables: truthline.scenes._syndor_tables (imported only when reporting)."""
+    from truthline.scenes._syndor_tables import report_sections
+
+    return report_sections(ctx)
+
+
 def write_report(
     store: Store, project: Project, run_ids: list[str], out: Path, *, resamples: int | None = None
 ) -> dict[str, Any]:
@@ -383,6 +390,7 @@ SECTIONS: list[SectionBuilder] = [
     # add a section here: ``def _x_sections(ctx: ReportContext) -> list[Section]`` (empty
     # list when the runs have nothing for it), listed where it should appear in the report
     _realitybench_sections,  # RealityBench per-environment tables (proof-of-work runs only)
+    _syndorbench_sections,  # SynDORBench tables (rendered DORI frames only)
     _across_run_sections,
     _paired_sections,
     _compare_gold_sections,

@@ -402,3 +402,6 @@ def benchmark(ctx: Context) -> None:
     from truthline.benchmark._conditional import dashboard_section  # RealityBench tables
 
     dashboard_section(ctx, list(chosen))
+    from truthline.scenes._syndor_tables import dashboard_section as syndor_section
+
+    syndor_section(ctx, list(chosen))  # SynDORBench tables (rendered DORI frames only)
