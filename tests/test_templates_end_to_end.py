@@ -202,7 +202,11 @@ def test_template_end_to_end(template, tmp_path, monkeypatch):
             assert set(proto["controls"]) == {"reorder", "no-image"}
         out = tmp_path / "report.md"
         ok("benchmark", "report", "e2e", "--out", str(out), "--resamples", "50")
-        assert out.read_text().strip()
+        text = out.read_text()
+        assert text.strip()
+        if project.benchmark.ground_field:  # the checklist is in the written report too
+            for title in ("grounding and reading", "Base -> +GT on P_m", "rule baselines"):
+                assert f"Probe protocol: {title}" in text, title
         ok("benchmark", "export", "--out", str(tmp_path / "release"))
         assert (tmp_path / "release" / "public").is_dir()
     finally:

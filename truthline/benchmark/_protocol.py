@@ -345,7 +345,9 @@ def protocol_sections(r: dict[str, Any], rid: str) -> list[Any]:
     rows: list[dict[str, Any]] = []
     n: list[int | str | None] = []
     for m, v in models.items():
-        g, L = v.get("G") or {}, v.get("L") or {}
+        if "G" not in v:  # no Base entry (e.g. a +GT-only run of this model)
+            continue
+        g, L = v["G"], v.get("L") or {}
         rows.append(
             {
                 "model": m,

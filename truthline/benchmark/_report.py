@@ -630,9 +630,17 @@ _ACROSS_SECTIONS: dict[str, Callable[[dict[str, Any], str], list[Section]]] = {
     "rank_transfer": _rank_transfer_section,
     "paired_conditions": _paired_conditions_section,
     "open_similarity": _open_similarity_section,
+    "probe_protocol": lambda r, rid: _protocol_sections(r, rid),
 }
 """How each metric across models is shown (metric name -> its sections); a metric without
 an entry is computed (``benchmark across --json``) but not shown."""
+
+
+def _protocol_sections(r: dict[str, Any], rid: str) -> list[Section]:
+    """The PhysAlign checklist (built in ``_protocol``, imported when shown)."""
+    from truthline.benchmark._protocol import protocol_sections
+
+    return protocol_sections(r, rid)
 
 
 def _pair_n(n: dict[str, int] | None, a: str, b: str) -> str | None:
