@@ -83,17 +83,18 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "syndor": (
         "truthline.scenes._syndor_cli",
         "app",
-        "SynDORBench on rendered DORI frames: night vision, discernibility labels, gold, tables.",
+        "SynDORBench on rendered DORI frames: night-vision variants, discernibility labels "
+        "(Cochran sample, RF/XGBoost propagation), gold, the paper's tables.",
     ),
     "pow": (
         "truthline.scenes._pow_cli",
         "app",
-        "RealityBench proof-of-work frames: acceptability scorer vs raters, conditional items.",
+        "RealityBench proof-of-work frames: rendered environments, the acceptability scorer validated against raters, conditional benchmark items.",
     ),
     "physalign": (
         "truthline.physalign._cli",
         "app",
-        "PhysAlign probes: generated diagrams, annotation passes, compiler, blind verification.",
+        "PhysAlign probes: generated diagrams, annotation passes in Label Studio, probe compiler with a leak check, blind double verification and adjudication.",
     ),
 }
 
