@@ -53,7 +53,6 @@ step "scenes environment (bpy 5.0.1 in its own venv)"
 # ~820 MB from PyPI once (~35 s), then cached; the scene tests render real frames in it and
 # fail, rather than skip, when it is missing
 "$VENV/bin/python" -m truthline.scenes.env --ensure --quiet
-export TRUTHLINE_REQUIRE_SCENES=1
 
 step "ruff"
 ruff check .

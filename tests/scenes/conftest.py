@@ -1,8 +1,7 @@
 """Scene fixtures. Worker tests render real frames in the scenes venv (bpy 5.0.1).
 
-Without the scenes environment they skip, unless ``TRUTHLINE_REQUIRE_SCENES=1`` (set by
-scripts/test.sh, which creates the environment first): then a missing environment FAILS,
-so a CI run can never pass by skipping the renders.
+Without the scenes environment they FAIL with the command that creates it (scripts/test.sh
+creates it first): a run can never pass by skipping the renders.
 """
 
 from __future__ import annotations
@@ -24,14 +23,12 @@ def _need_scenes_env() -> None:
         f"the scenes environment is missing ({env.venv_dir()}); "
         "create it with `python -m truthline.scenes.env --ensure`"
     )
-    if os.environ.get("TRUTHLINE_REQUIRE_SCENES") == "1":
-        pytest.fail(msg)
-    pytest.skip(msg)
+    pytest.fail(msg)
 
 
 @pytest.fixture(scope="session")
 def scenes_env() -> None:
-    """The scenes venv exists (else skip, or fail under TRUTHLINE_REQUIRE_SCENES=1)."""
+    """The scenes venv exists (else the test fails, naming the command that creates it)."""
     _need_scenes_env()
 
 
@@ -53,9 +50,7 @@ def ray_local(scenes_env: None) -> Iterator[Any]:
     try:
         import ray
     except ImportError:
-        if os.environ.get("TRUTHLINE_REQUIRE_SCENES") == "1":
-            pytest.fail("Ray is missing: pip install -e '.[scenes]'")
-        pytest.skip("Ray is in the 'scenes' extra")
+        pytest.fail("Ray is missing: pip install -e '.[scenes]'")
     started = not ray.is_initialized()
     if started:
         ray.init(num_cpus=os.cpu_count() or 2, include_dashboard=False, log_to_driver=False,

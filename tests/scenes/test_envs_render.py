@@ -1,7 +1,7 @@
 """Tiny Workbench renders of every RealityBench environment: the GT computed from the params
 lands on the pixels Blender draws (visible mask vs projected target polygon), Blender's own
-projection agrees with ours, and ray-cast occlusion agrees with the analytic one. Skips
-without the scenes venv (fails under TRUTHLINE_REQUIRE_SCENES=1)."""
+projection agrees with ours, and ray-cast occlusion agrees with the analytic one. They fail
+without the scenes venv."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """`truthline pow` end to end on tiny Workbench renders: frames and the rating project,
 SIMULATED ratings, validation (thresholds written), benchmark items and gold, a benchmark
-run with SIMULATED models whose report shows the per-environment tables. Skips without the
-scenes venv (fails under TRUTHLINE_REQUIRE_SCENES=1)."""
+run with SIMULATED models whose report shows the per-environment tables. Fails without
+the scenes venv."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """SynDORBench on real (tiny, Workbench) renders of the dori environment: the Blender worker,
 the frame store, variants, features, SIMULATED labels, propagation, gold, a benchmark run and
-the tables. Skips without the scenes venv (fails under TRUTHLINE_REQUIRE_SCENES=1)."""
+the tables. Fails without the scenes venv."""
 
 from __future__ import annotations
 
