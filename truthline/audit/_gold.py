@@ -249,6 +249,65 @@ def _gold_hash(data: AuditData, policy: GoldPolicy, values: list[GoldValue]) -> 
     return h.hexdigest()
 
 
+def _insert_snapshot(
+    conn: Any,
+    digest: str,
+    project: str,
+    policy: dict[str, Any],
+    counts: dict[str, int],
+    rows: list[tuple[int, str, Any, str, list[str]]],
+    ts: Any,
+) -> None:
+    """Insert a snapshot row and its gold rows ``(item id, path, value, provenance,
+    sources)``: the one place gold is written, whether from annotations or a renderer."""
+    conn.execute(
+        tables.gold_snapshots.insert().values(
+            hash=digest, project=project, policy=policy, counts=counts, created_at=ts
+        )
+    )
+    gold = [
+        dict(
+            snapshot=digest,
+            project=project,
+            item_id=i,
+            field_path=f,
+            value=v,
+            provenance=prov,
+            sources=src,
+        )
+        for i, f, v, prov, src in rows
+    ]
+    for k in range(0, len(gold), 5000):
+        conn.execute(tables.gold.insert(), gold[k : k + 5000])
+
+
+def write_known_truth(
+    store: Store, project: str, values: list[tuple[int, str, Any, str]], policy: dict[str, Any]
+) -> str:
+    """A gold snapshot whose values are known by construction (a rendered scene's ground
+    truth, a scorer's verdict), not finalized from annotations: rows ``(item id, field,
+    value, provenance)``. Its hash is sha256 of the sorted rows and the policy, so the same
+    values give the same snapshot and a rerun writes nothing. Returns the hash."""
+    import hashlib
+    import json
+
+    values = sorted(values, key=lambda v: (v[0], v[1]))
+    digest = hashlib.sha256(
+        json.dumps({"v": values, "p": policy}, sort_keys=True, default=str).encode()
+    ).hexdigest()
+    counts: dict[str, int] = defaultdict(int)
+    for v in values:
+        counts[v[3]] += 1
+    s = tables.gold_snapshots
+    with store.begin() as conn:
+        if conn.execute(select(s.c.hash).where(s.c.hash == digest)).first() is None:
+            rows: list[tuple[int, str, Any, str, list[str]]] = [
+                (i, f, val, prov, []) for i, f, val, prov in values
+            ]
+            _insert_snapshot(conn, digest, project, policy, dict(counts), rows, now())
+    return digest
+
+
 def write(store: Store, data: AuditData, res: GoldResult) -> bool:
     """Store a gold snapshot (idempotent: an existing hash is left as it is) and its queue.
 
@@ -262,29 +321,15 @@ def write(store: Store, data: AuditData, res: GoldResult) -> bool:
             select(t.gold_snapshots.c.hash).where(t.gold_snapshots.c.hash == res.hash)
         ).first()
         if not exists:
-            conn.execute(
-                t.gold_snapshots.insert().values(
-                    hash=res.hash,
-                    project=name,
-                    policy={**res.policy.as_dict(), "model_version": data.model_version},
-                    counts=res.counts(),
-                    created_at=ts,
-                )
+            _insert_snapshot(
+                conn,
+                res.hash,
+                name,
+                {**res.policy.as_dict(), "model_version": data.model_version},
+                res.counts(),
+                [(g.item, g.path, g.value, g.provenance, list(g.sources)) for g in res.values],
+                ts,
             )
-            rows = [
-                dict(
-                    snapshot=res.hash,
-                    project=name,
-                    item_id=g.item,
-                    field_path=g.path,
-                    value=g.value,
-                    provenance=g.provenance,
-                    sources=list(g.sources),
-                )
-                for g in res.values
-            ]
-            for k in range(0, len(rows), 5000):
-                conn.execute(t.gold.insert(), rows[k : k + 5000])
         have = {
             (r.item_id, r.kind, r.field_path)
             for r in conn.execute(

@@ -632,9 +632,7 @@ def import_benchmark(
 def write_gold(store: Any, project: Any, frames: pd.DataFrame) -> str:
     """A gold snapshot: ``acceptable`` from the scorer (provenance ``scorer``), the
     documentation fields from the scene (``scene-gt``). Returns its hash (idempotent)."""
-    from sqlalchemy import select
-
-    from truthline.store import now, tables
+    from truthline.audit._gold import write_known_truth
 
     ids = store.item_ids_by_key(project.name)
     values = []
@@ -647,43 +645,9 @@ def write_gold(store: Any, project: Any, frames: pd.DataFrame) -> str:
             values.append(
                 (ids[r["key"]], f, v, SCORER_PROVENANCE if f == "acceptable" else GT_PROVENANCE)
             )
-    values.sort(key=lambda v: (v[0], v[1]))
     policy = {
         "source": "truthline.scenes._pow",
         "acceptable": "acceptability scorer verdict",
         "documentation": "scene ground truth",
     }
-    digest = hashlib.sha256(
-        json.dumps({"v": values, "p": policy}, sort_keys=True, default=str).encode()
-    ).hexdigest()
-    counts: dict[str, int] = {}
-    for v in values:
-        counts[v[3]] = counts.get(v[3], 0) + 1
-    g, s = tables.gold, tables.gold_snapshots
-    with store.begin() as conn:
-        if conn.execute(select(s.c.hash).where(s.c.hash == digest)).first() is None:
-            conn.execute(
-                s.insert().values(
-                    hash=digest,
-                    project=project.name,
-                    policy=policy,
-                    counts=counts,
-                    created_at=now(),
-                )
-            )
-            conn.execute(
-                g.insert(),
-                [
-                    {
-                        "snapshot": digest,
-                        "project": project.name,
-                        "item_id": i,
-                        "field_path": f,
-                        "value": val,
-                        "provenance": prov,
-                        "sources": [],
-                    }
-                    for i, f, val, prov in values
-                ],
-            )
-    return digest
+    return write_known_truth(store, project.name, values, policy)

@@ -470,9 +470,7 @@ def write_gold(
     ``render-gt`` (day, or nobody in view) / ``human`` / ``model-propagated``; ``action``
     and ``action_text`` (``render-gt``) where a person is in the scene. Returns its hash
     (idempotent: the same values give the same snapshot)."""
-    from sqlalchemy import select
-
-    from truthline.store import now, tables
+    from truthline.audit._gold import write_known_truth
 
     ids = store.item_ids_by_key(project)
     values = []
@@ -487,42 +485,12 @@ def write_gold(
         if "action" in t:
             values.append((ids[r["key"]], "action", t["action"], GT_PROVENANCE))
             values.append((ids[r["key"]], "action_text", t["action_text"], GT_PROVENANCE))
-    values.sort(key=lambda v: (v[0], v[1]))
     policy = {
         "source": "truthline.scenes._syndor",
         "presence": "in frame AND discernible",
         "discernibility_model": model.summary() if model else None,
     }
-    digest = hashlib.sha256(
-        json.dumps({"v": values, "p": policy}, sort_keys=True, default=str).encode()
-    ).hexdigest()
-    counts: dict[str, int] = {}
-    for v in values:
-        counts[v[3]] = counts.get(v[3], 0) + 1
-    g, s = tables.gold, tables.gold_snapshots
-    with store.begin() as conn:
-        if conn.execute(select(s.c.hash).where(s.c.hash == digest)).first() is None:
-            conn.execute(
-                s.insert().values(
-                    hash=digest, project=project, policy=policy, counts=counts, created_at=now()
-                )
-            )
-            conn.execute(
-                g.insert(),
-                [
-                    {
-                        "snapshot": digest,
-                        "project": project,
-                        "item_id": i,
-                        "field_path": f,
-                        "value": val,
-                        "provenance": prov,
-                        "sources": [],
-                    }
-                    for i, f, val, prov in values
-                ],
-            )
-    return digest
+    return write_known_truth(store, project, values, policy)
 
 
 # -- persistence between CLI steps ------------------------------------------------------------
