@@ -12,23 +12,16 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, get_args
 
 from truthline.fields import EntityList
 from truthline.project import Project
+from truthline.project._model import ReadRule
 
 _ENTITY_PATH = re.compile(r"^(?P<name>[^\[\].]+)\[(?P<eid>[^\]]*)\]\.(?P<sub>.+)$")
 
 
-READ_RULES = (
-    "nfc",
-    "ws",
-    "math_delims",
-    "subsup_braces",
-    "unicode_minus",
-    "num_unit_space",
-    "eq_space",
-)
+READ_RULES: tuple[str, ...] = get_args(ReadRule)
 """PHYSALIGN.md §6.3's normalization rules, in the order N applies them (then ``ws`` again)."""
 
 _SUB = str.maketrans("₀₁₂₃₄₅₆₇₈₉₊₋", "0123456789+-")

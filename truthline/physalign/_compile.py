@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from truthline.benchmark._scoring import READ_RULES
 from truthline.errors import TruthlineError
 from truthline.physalign._generate import opaque
 from truthline.physalign._leak import leak_check_release, occurs
@@ -31,15 +32,7 @@ from truthline.physalign._schemas import validate
 
 COMPILER = "physalign-compiler/1"
 MAX_K = 5
-READ_RULES = [
-    "nfc",
-    "ws",
-    "math_delims",
-    "subsup_braces",
-    "unicode_minus",
-    "num_unit_space",
-    "eq_space",
-]
+
 QUESTIONS = {
     "T02-single": "Which candidate entity does the mention at R1 refer to?",
     "T03-image": "What is the content at R1, and to which candidate entity does it belong?",
@@ -181,7 +174,7 @@ def compile_records(
         "max_k": max_k,
         "compatibility": COMPAT,
         "nearest_rule": NEAREST_RULE,
-        "read_rules": READ_RULES,
+        "read_rules": list(READ_RULES),
         "alias_rng": "sha256(release_seed|parent|anchor key|type) -> numpy default_rng",
         "split": {"by": "parent", "dev_share": SPLIT_DEV_SHARE},
     }

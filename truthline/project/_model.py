@@ -17,6 +17,12 @@ SPDX_ID = re.compile(r"^(?:LicenseRef-[A-Za-z0-9.-]+|[A-Za-z0-9](?:[A-Za-z0-9.+-
 ``LicenseRef-acme``); the list itself (spdx.org/licenses) is not shipped."""
 
 
+ReadRule = Literal[
+    "nfc", "ws", "math_delims", "subsup_braces", "unicode_minus", "num_unit_space", "eq_space"
+]
+"""PHYSALIGN.md §6.3's reading normalization rules, in the order N applies them."""
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -122,17 +128,7 @@ class BenchmarkSettings(_Strict):
     """+GT condition: fields whose verified gold is handed to the model as given (the probe's
     perception part, e.g. the reading), only where admissible (PHYSALIGN.md §5); falls back
     to ``action_field``."""
-    read_rules: list[
-        Literal[
-            "nfc",
-            "ws",
-            "math_delims",
-            "subsup_braces",
-            "unicode_minus",
-            "num_unit_space",
-            "eq_space",
-        ]
-    ] = []
+    read_rules: list[ReadRule] = []
     """Reading equality (PHYSALIGN.md §6.3): the read_field is correct iff N(answer) ==
     N(gold), N applying these rules in the spec's order."""
 
