@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from truthline.physalign import compile_release, generate
-from truthline.physalign._render import render_scene
-from truthline.physalign._scenes import DOMAINS, build_scene
+from truthline.systems.physalign import compile_release, generate
+from truthline.systems.physalign._render import render_scene
+from truthline.systems.physalign._scenes import DOMAINS, build_scene
 
 
 def bare(n: int, seed: int, out: Path) -> float:

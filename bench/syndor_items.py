@@ -21,7 +21,7 @@ import pandas as pd
 from PIL import Image
 
 from truthline.scenes import _isp
-from truthline.scenes import _syndor as sd
+from truthline.systems.syndorbench import _syndor as sd
 
 
 def renders(root: Path, n: int, w: int, h: int) -> pd.DataFrame:

@@ -140,7 +140,7 @@ def test_template_end_to_end(template, tmp_path, monkeypatch):
     media_root: list[str] = []
     if project.benchmark.ground_field:
         # a PhysAlign template: generated diagram problems with known answers, compiled
-        # into probes and import tables by truthline.physalign (truth named as generated)
+        # into probes and import tables by truthline.systems.physalign (truth named as generated)
         gen = json.loads(
             ok(
                 "physalign",

@@ -81,18 +81,18 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
         "Rendered scenes: Blender environments, declared grids, rendering over workers.",
     ),
     "syndor": (
-        "truthline.scenes._syndor_cli",
+        "truthline.systems.syndorbench._cli",
         "app",
         "SynDORBench on rendered DORI frames: night-vision variants, discernibility labels "
         "(Cochran sample, RF/XGBoost propagation), gold, the paper's tables.",
     ),
     "pow": (
-        "truthline.scenes._pow_cli",
+        "truthline.systems.realitybench._cli",
         "app",
         "RealityBench proof-of-work frames: rendered environments, the acceptability scorer validated against raters, conditional benchmark items.",
     ),
     "physalign": (
-        "truthline.physalign._cli",
+        "truthline.systems.physalign._cli",
         "app",
         "PhysAlign probes: generated diagrams, annotation passes in Label Studio, probe compiler with a leak check, blind double verification and adjudication.",
     ),

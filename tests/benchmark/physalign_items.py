@@ -1,4 +1,4 @@
-"""Minimal generated PhysAlign probe items for tests (until truthline.physalign's generated
+"""Minimal generated PhysAlign probe items for tests (until truthline.systems.physalign's generated
 problems land): a matplotlib diagram per parent problem with labelled blocks, one probe per
 label (T03-image), plus a T03-text probe per parent whose anchor is a text span. Gold is
 known by construction; geometry is in pixels, origin top-left."""

@@ -13,7 +13,7 @@ import pytest
 from scipy.stats import kendalltau
 
 from truthline.benchmark import RunScored, Scored, compute_metrics, compute_run_metrics
-from truthline.benchmark import _conditional as C
+from truthline.systems.realitybench import _conditional as C
 from truthline.benchmark import _metrics as M
 from truthline.project import load_project
 

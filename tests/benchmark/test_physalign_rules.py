@@ -1,6 +1,6 @@
 """The benchmark's nearest-region rule reads the frozen ``nearest-region/v1`` geometry off
 an item's typed public inputs; on a generated PhysAlign release it must agree, item by item,
-with the release-time H / nearest alias that truthline.physalign froze from the public
+with the release-time H / nearest alias that truthline.systems.physalign froze from the public
 probe records (PHYSALIGN.md §9). Plus the geometry on hand-made cases."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from truthline.benchmark._baselines import nearest_region
 from truthline.models._prompt import typed_meta
-from truthline.physalign import compile_release, generate, write_import_tables
+from truthline.systems.physalign import compile_release, generate, write_import_tables
 
 
 def test_rule_on_item_inputs_agrees_with_the_release_time_rule(tmp_path):

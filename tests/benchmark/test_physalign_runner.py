@@ -307,7 +307,7 @@ def test_random_rule_draws_among_the_items_own_candidates_and_manifest_freezes_p
 
 
 def test_report_sections_of_the_checklist_carry_numbers_and_n(physics):
-    from truthline.benchmark._protocol import protocol_sections
+    from truthline.systems.physalign._protocol import protocol_sections
 
     ws, project, _ = physics
     stub = _stub()

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.annotate.conftest import LS, start_copy
-from truthline.physalign import generate
+from truthline.systems.physalign import generate
 
 
 @pytest.fixture(scope="session")

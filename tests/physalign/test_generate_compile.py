@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from truthline.errors import TruthlineError
-from truthline.physalign import (
+from truthline.systems.physalign import (
     LeakError,
     RecordError,
     compile_release,
@@ -23,8 +23,8 @@ from truthline.physalign import (
     render_prompt,
     validate,
 )
-from truthline.physalign._render import render_scene
-from truthline.physalign._scenes import DOMAINS, build_scene
+from truthline.systems.physalign._render import render_scene
+from truthline.systems.physalign._scenes import DOMAINS, build_scene
 
 
 def test_generate_is_seeded_and_byte_stable(generated: Path, tmp_path: Path):
@@ -225,7 +225,7 @@ def test_leak_check_renders_the_projects_own_prompts(release: Path, tmp_path: Pa
     a template that prints a poisoned metadata cell is caught, naming the probe."""
     import csv
 
-    from truthline.physalign import write_import_tables
+    from truthline.systems.physalign import write_import_tables
     from truthline.project import load_project
     from truthline.workspace import templates_dir
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from truthline.physalign import compile_release, read_jsonl
-from truthline.physalign._ls import label_config
-from truthline.physalign._passes import (
+from truthline.systems.physalign import compile_release, read_jsonl
+from truthline.systems.physalign._ls import label_config
+from truthline.systems.physalign._passes import (
     DRAFT,
     PULLED,
     pull_passes,

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from truthline.errors import TruthlineError
-from truthline.physalign import compile_release, read_jsonl
-from truthline.physalign._verify import (
+from truthline.systems.physalign import compile_release, read_jsonl
+from truthline.systems.physalign._verify import (
     REVIEW,
     decide_blind,
     pull_adjudicate,
@@ -157,7 +157,7 @@ def test_blind_verification_and_adjudication(ls, release: Path, users_file: Path
     # the adjudicator corrects one target: the latest adjudication decides, the corrected
     # alias is mapped back to its entity, and the export carries the corrected value
     from truthline.annotate import user_client
-    from truthline.physalign import write_import_tables
+    from truthline.systems.physalign import write_import_tables
 
     adj_tasks = json.loads((release / "private" / "label_studio.json").read_text())[admin.url][
         "adjudicate"
@@ -217,7 +217,7 @@ def test_simulated_account_without_password_is_refused_by_name(
 ):
     """An existing account whose password this workspace lacks cannot be acted as: one clear
     error naming it (it used to fail later, on the first post, with a generic message)."""
-    from truthline.physalign._ls import simulated_users
+    from truthline.systems.physalign._ls import simulated_users
 
     simulated_users(ls.admin(), ["sim-existing@physalign.local"], users_file)
     with pytest.raises(

@@ -14,7 +14,7 @@ import pytest
 from PIL import Image
 
 from truthline.errors import TruthlineError
-from truthline.scenes import _discern as dis
+from truthline.systems.syndorbench import _discern as dis
 
 SMALL_RF = {"n_estimators": [30], "max_depth": [None, 4]}
 SMALL_XGB = {"n_estimators": [30], "max_depth": [2, 4], "learning_rate": [0.3]}

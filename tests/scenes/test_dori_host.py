@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from truthline.cli import app
 from truthline.scenes import SceneError, get_environment
-from truthline.scenes.envs.dori_person import ABSENT, ACTION_PROMPT, PRESENCE_PROMPT
+from truthline.systems.syndorbench.envs.dori_person import ABSENT, ACTION_PROMPT, PRESENCE_PROMPT
 
 
 def test_paper_grid_is_the_syndorbench_design():

@@ -13,7 +13,7 @@ import pytest
 from truthline.scenes import SceneError, get_environment
 from truthline.scenes._camera import project
 from truthline.scenes._textures import AMBIGUOUS
-from truthline.scenes.envs._common import IN, estimate_rates
+from truthline.systems.realitybench.envs._common import IN, estimate_rates
 
 ENVS = ("tape_gap", "slope_gauge", "plate", "label_board", "vehicle_face", "damage_view")
 
@@ -142,7 +142,7 @@ def test_car_panels_read_upright_from_outside():
     # right of a level camera looking at the panel from outside, its v axis points up
     from truthline.scenes import CameraPose
     from truthline.scenes._camera import camera_to_world
-    from truthline.scenes.envs._car import panels
+    from truthline.systems.realitybench.envs._car import panels
 
     for p in panels():
         if p.face == "top":

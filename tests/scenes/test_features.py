@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from truthline.scenes import _features as feat
+from truthline.systems.syndorbench import _features as feat
 
 
 def _scene(person_rgb, bg_rgb, shape=(100, 100), box=(40, 30, 60, 70)):

@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 
 from truthline.annotate import instructions, label_config
-from truthline.scenes import _pow as P
+from truthline.systems.realitybench import _pow as P
 
 ENVS = ("tape_gap", "plate", "label_board")
 

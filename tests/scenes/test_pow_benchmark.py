@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from truthline.scenes import _pow as P
+from truthline.systems.realitybench import _pow as P
 
 MODELS = ["simulated:pow-strong", "simulated:pow-mid", "simulated:pow-weak"]
 
@@ -56,7 +56,7 @@ def test_gold_has_scorer_and_scene_provenance(run):
 
 def test_conditional_metric_on_the_run(run):
     _, proj, r = run
-    from truthline.benchmark import _conditional as C
+    from truthline.systems.realitybench import _conditional as C
     from truthline.benchmark._registry import Scored
 
     d = r.decisions
@@ -72,7 +72,7 @@ def test_conditional_metric_on_the_run(run):
 
 
 def test_per_environment_tables_and_report_sections(run, tmp_path):
-    from truthline.benchmark import _conditional as C
+    from truthline.systems.realitybench import _conditional as C
 
     frames, proj, r = run
     t = C.pow_tables(proj, r.decisions)
@@ -90,7 +90,7 @@ def test_report_sections_render(run, tmp_path, monkeypatch):
     from types import SimpleNamespace
 
     import truthline.benchmark as B
-    from truthline.benchmark import _conditional as C
+    from truthline.systems.realitybench import _conditional as C
 
     _, proj, r = run
     # the fixture's run, without a store round trip
@@ -120,7 +120,7 @@ def test_dashboard_section_shows_the_tables(run, monkeypatch):
     import streamlit as st
 
     import truthline.benchmark as B
-    from truthline.benchmark import _conditional as C
+    from truthline.systems.realitybench import _conditional as C
 
     _, proj, r = run
     monkeypatch.setattr(B, "load_run", lambda store, rid, project: r)

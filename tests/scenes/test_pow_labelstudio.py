@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 from tests.annotate.conftest import start_copy
-from truthline.scenes import _pow as P
+from truthline.systems.realitybench import _pow as P
 
 pytestmark = pytest.mark.labelstudio
 

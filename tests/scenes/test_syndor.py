@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from truthline.scenes import _discern as dis
-from truthline.scenes import _syndor as sd
-from truthline.scenes import _syndor_sim as sim
-from truthline.scenes import _syndor_tables as tb
+from truthline.systems.syndorbench import _discern as dis
+from truthline.systems.syndorbench import _syndor as sd
+from truthline.systems.syndorbench import _sim as sim
+from truthline.systems.syndorbench import _tables as tb
 
 DISTANCES = (5.4, 10.8, 23.0)
 SIZE = {5.4: 40, 10.8: 20, 23.0: 9}  # figure height in px at 96x64 (halves with distance)

@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 
 from truthline.scenes import RenderSettings
-from truthline.scenes import _discern as dis
-from truthline.scenes import _syndor as sd
-from truthline.scenes import _syndor_sim as sim
-from truthline.scenes import _syndor_tables as tb
+from truthline.systems.syndorbench import _discern as dis
+from truthline.systems.syndorbench import _syndor as sd
+from truthline.systems.syndorbench import _sim as sim
+from truthline.systems.syndorbench import _tables as tb
 from truthline.scenes._render import render
 
 PARAMS = [

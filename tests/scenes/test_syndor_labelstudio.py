@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from tests.annotate.conftest import start_copy
-from truthline.scenes import _discern as dis
-from truthline.scenes import _syndor as sd
+from truthline.systems.syndorbench import _discern as dis
+from truthline.systems.syndorbench import _syndor as sd
 
 from .test_syndor import DISTANCES, _render
 

@@ -9,9 +9,9 @@ import pytest
 
 from tests.dashboards.conftest import _texts
 from tests.dashboards.conftest import run_app as run_app
-from truthline.scenes import _discern as dis
-from truthline.scenes import _syndor as sd
-from truthline.scenes import _syndor_sim as sim
+from truthline.systems.syndorbench import _discern as dis
+from truthline.systems.syndorbench import _syndor as sd
+from truthline.systems.syndorbench import _sim as sim
 
 from .test_syndor import DISTANCES, _render
 

@@ -25,8 +25,8 @@ from typing import Any
 from truthline._registry import Registry
 from truthline.benchmark._scoring import leaf_of
 from truthline.errors import TruthlineError
-from truthline.physalign._nearest import MARGIN_PX, view_distance
-from truthline.physalign._nearest import RULE as NEAREST_VERSION
+from truthline.systems.physalign._nearest import MARGIN_PX, view_distance
+from truthline.systems.physalign._nearest import RULE as NEAREST_VERSION
 
 RuleFn = Callable[[Any, dict[str, Any]], dict[str, Any]]
 _RULES: Registry[RuleFn] = Registry("rule")
@@ -169,7 +169,7 @@ def _random(request: Any, support: dict[str, Any]) -> dict[str, Any]:
 
 
 # -- the frozen nearest-region rule (PHYSALIGN.md §9) --------------------------------------
-# one home for the frozen geometry: truthline.physalign's release-time rule (H, H_hard);
+# one home for the frozen geometry: truthline.systems.physalign's release-time rule (H, H_hard);
 # the adapter below reads it off a benchmark item's typed public inputs
 NEAREST_RULE = NEAREST_VERSION
 """Version of the geometry; recorded in run manifests."""

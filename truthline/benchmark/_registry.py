@@ -375,4 +375,4 @@ def _drs(s: Scored) -> dict[str, Any]:  # computed in compute_metrics from the o
 
 # RealityBench conditional scoring registers "conditional", "acceptability_documentation_rank"
 # and "rendering_transfer" (it imports this module, so it loads last).
-from truthline.benchmark import _conditional as _conditional  # noqa: E402
+from truthline.systems.realitybench import _conditional as _conditional  # noqa: E402

@@ -19,7 +19,7 @@ import pandas as pd
 
 from truthline.audit._cifmt import design_note, with_design
 from truthline.benchmark._across import across_metrics
-from truthline.benchmark._conditional import report_sections as _realitybench_sections
+from truthline.systems.realitybench._conditional import report_sections as _realitybench_sections
 from truthline.benchmark._results import compare_gold, leaderboard, paired_matrix
 from truthline.project import Project
 from truthline.report import CONTRAST, Figure, Paragraph, Report, Table, render_html
@@ -143,8 +143,8 @@ SectionBuilder = Callable[[ReportContext], list[Section]]
 
 
 def _syndorbench_sections(ctx: ReportContext) -> list[Section]:
-    """SynDORBench tables: truthline.scenes._syndor_tables (imported only when reporting)."""
-    from truthline.scenes._syndor_tables import report_sections
+    """SynDORBench tables: truthline.systems.syndorbench._tables (imported only when reporting)."""
+    from truthline.systems.syndorbench._tables import report_sections
 
     return report_sections(ctx)
 
@@ -638,7 +638,7 @@ an entry is computed (``benchmark across --json``) but not shown."""
 
 def _protocol_sections(r: dict[str, Any], rid: str) -> list[Section]:
     """The PhysAlign checklist (built in ``_protocol``, imported when shown)."""
-    from truthline.benchmark._protocol import protocol_sections
+    from truthline.systems.physalign._protocol import protocol_sections
 
     return protocol_sections(r, rid)
 

@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy import select
 
 from truthline import __version__
-from truthline.benchmark import _protocol  # noqa: F401  (registers probe_protocol)
+from truthline.systems.physalign import _protocol  # noqa: F401  (registers probe_protocol)
 from truthline.benchmark._baselines import rule_error, support_of
 from truthline.benchmark._gold import Gold, GoldItem, load_gold
 from truthline.benchmark._scoring import answer_fields, leaf_of, score_answer
@@ -206,7 +206,7 @@ def admissibility(
     if not strict:
         return None
     if str(it.meta.get("in_P", "1")).strip().lower() in ("0", "false", "no"):
-        return "not_in_P"  # the release's own admissibility (truthline.physalign) said no
+        return "not_in_P"  # the release's own admissibility (truthline.systems.physalign) said no
     for p in given:
         prov = it.provenance.get(p)
         n_src = len((sources or {}).get(p, []))

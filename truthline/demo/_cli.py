@@ -96,10 +96,10 @@ def demo(
 def _scenes_demo(
     workspace_dir: Path | None, fresh: bool, model: list[str] | None, seed: int, as_json: bool
 ) -> None:
-    """``demo --scenes``: SynDORBench on a small rendered grid (truthline.demo._scenes)."""
+    """``demo --scenes``: SynDORBench on a small rendered grid (truthline.systems.syndorbench._demo)."""
     import shutil
 
-    from truthline.demo._scenes import run_scenes_demo
+    from truthline.systems.syndorbench._demo import run_scenes_demo
 
     root = Path(workspace_dir or "demo-scenes-workspace").resolve()
     if fresh and root.exists():
@@ -112,7 +112,7 @@ def _scenes_demo(
     if as_json:
         print_json(result.as_dict())
         return
-    from truthline.scenes._syndor_tables import tables_markdown
+    from truthline.systems.syndorbench._tables import tables_markdown
 
     out.print(tables_markdown(result.tables))
     out.print(

@@ -399,9 +399,9 @@ def benchmark(ctx: Context) -> None:
     _gold_provenance(ctx, run_id)
     st.header("Across models")
     _across(ctx, run_id)
-    from truthline.benchmark._conditional import dashboard_section  # RealityBench tables
+    from truthline.systems.realitybench._conditional import dashboard_section  # RealityBench tables
 
     dashboard_section(ctx, list(chosen))
-    from truthline.scenes._syndor_tables import dashboard_section as syndor_section
+    from truthline.systems.syndorbench._tables import dashboard_section as syndor_section
 
     syndor_section(ctx, list(chosen))  # SynDORBench tables (rendered DORI frames only)

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from truthline.errors import TruthlineError
-from truthline.scenes._syndor import action_words
+from truthline.systems.syndorbench._syndor import action_words
 
 __all__ = [
     "SIM_ANNOTATORS",
@@ -145,7 +145,7 @@ def _register_backend() -> None:
             if not truth or "_view" not in truth:
                 raise TruthlineError(
                     f"{self.spec.alias}: item {request.item_id} has no rendered-scene truth; "
-                    "simulated-dori only answers items imported by truthline.scenes._syndor"
+                    "simulated-dori only answers items imported by truthline.systems.syndorbench._syndor"
                 )
             return dict(truth)
 

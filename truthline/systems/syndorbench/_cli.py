@@ -42,8 +42,8 @@ def prepare_cmd(
 ) -> None:
     """Day / night / night-vision items with features, and the Cochran sample of the night
     and night-vision items as the labelling project dori-visibility-labels."""
-    from truthline.scenes import _discern as dis
-    from truthline.scenes import _syndor as sd
+    from truthline.systems.syndorbench import _discern as dis
+    from truthline.systems.syndorbench import _syndor as sd
 
     ws = workspace(ctx)
     out = sd.items_dir(ws)
@@ -81,8 +81,8 @@ def simulate_labels_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """SIMULATED annotators label the sample (demos and tests only; never for a study)."""
-    from truthline.scenes import _syndor as sd
-    from truthline.scenes import _syndor_sim as sim
+    from truthline.systems.syndorbench import _syndor as sd
+    from truthline.systems.syndorbench import _sim as sim
 
     ws = workspace(ctx)
     items = sd.load_items(sd.items_dir(ws) / "items.parquet")
@@ -105,8 +105,8 @@ def propagate_cmd(
     """Fit RF / XGBoost / their ensemble on the human labels, label every other item
     (model-propagated), import the items into dori-visibility and write its gold."""
     from truthline.errors import TruthlineError
-    from truthline.scenes import _discern as dis
-    from truthline.scenes import _syndor as sd
+    from truthline.systems.syndorbench import _discern as dis
+    from truthline.systems.syndorbench import _syndor as sd
 
     if search not in ("full", "small"):
         raise TruthlineError(f"--search {search!r}: use full or small")
@@ -154,8 +154,8 @@ def tables_cmd(
     """Presence accuracy / macro-F1 per distance and condition x distance, the 80 % threshold
     line and open action answers by embedding similarity."""
     from truthline.benchmark import load_run
-    from truthline.scenes import _syndor as sd
-    from truthline.scenes import _syndor_tables as tb
+    from truthline.systems.syndorbench import _syndor as sd
+    from truthline.systems.syndorbench import _tables as tb
 
     ws = workspace(ctx)
     proj = ws.registered(sd.PROJECT)

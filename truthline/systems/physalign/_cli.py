@@ -47,10 +47,10 @@ def generate(
     OUT/release (public/private probe records) and OUT/release/import/{metadata,labels}.csv
     for `truthline items import` and `truthline audit import-table`.
     """
-    from truthline.physalign._compile import compile_release
-    from truthline.physalign._export import write_import_tables
-    from truthline.physalign._generate import ANNOTATIONS
-    from truthline.physalign._generate import generate as _generate
+    from truthline.systems.physalign._compile import compile_release
+    from truthline.systems.physalign._export import write_import_tables
+    from truthline.systems.physalign._generate import ANNOTATIONS
+    from truthline.systems.physalign._generate import generate as _generate
 
     out = output_dir(out)
     info = _generate(n, seed, out)
@@ -96,7 +96,7 @@ def compile_cmd(
     every rerun); both trees are checked against the JSON Schemas and by the leak check
     before anything public is written. Exit 1 names the file, probe and field of a problem.
     """
-    from truthline.physalign._compile import compile_release
+    from truthline.systems.physalign._compile import compile_release
 
     info = compile_release(annotations, output_dir(out), seed=seed, image_root=image_root)
     emit(
@@ -126,7 +126,7 @@ def leak_check(
 ) -> None:
     """Check a release folder: no private value in a public file, file name or rendered prompt."""
     from truthline._cli_common import ws_project
-    from truthline.physalign._leak import leak_check_release
+    from truthline.systems.physalign._leak import leak_check_release
 
     proj = ws_project(ctx, project)[1] if project else None
     info = leak_check_release(release, project=proj)
@@ -173,7 +173,7 @@ def export(
     Only decided probes go in (approved directly, after adjudication, or with a corrected
     target); withheld and undecided ones are left out and counted."""
     from truthline._cli_common import ws_project
-    from truthline.physalign._export import write_import_tables
+    from truthline.systems.physalign._export import write_import_tables
 
     proj = ws_project(ctx, project)[1] if project else None
     info = write_import_tables(
@@ -254,7 +254,7 @@ def passes_push(
     observe: diagram and problem text only. review: the pulled pass 1-3 annotation of each
     parent as a prediction for a second person to keep, fix or delete.
     """
-    from truthline.physalign._passes import push_passes
+    from truthline.systems.physalign._passes import push_passes
 
     info = push_passes(_client(ctx, url), work, stage)
     emit(
@@ -273,7 +273,7 @@ def passes_pull(
 ) -> None:
     """Pull passes 1-3 into WORK/passes/draft.jsonl and, once reviewed, the consolidated
     records (pass 4: verified when annotator and reviewer agree) into WORK/passes/annotations.jsonl."""
-    from truthline.physalign._passes import pull_passes
+    from truthline.systems.physalign._passes import pull_passes
 
     info = pull_passes(_client(ctx, url), work)
 
@@ -306,7 +306,7 @@ def passes_simulate(
     as_json: JsonOpt = False,
 ) -> None:
     """SIMULATED annotators answer from the generator's truth (demos and tests only)."""
-    from truthline.physalign._passes import simulate_passes
+    from truthline.systems.physalign._passes import simulate_passes
 
     who = annotator or [f"sim-{stage}@physalign.local"]
     info = simulate_passes(
@@ -355,7 +355,7 @@ def verify_push(
 ) -> None:
     """Import every public probe into each reviewer's own blind project (no predictions,
     no targets, no source annotations; the task data passes the leak check first)."""
-    from truthline.physalign._verify import push_verify
+    from truthline.systems.physalign._verify import push_verify
 
     info = push_verify(_client(ctx, url), release, reviewer)
 
@@ -375,7 +375,7 @@ def verify_pull(
 ) -> None:
     """Pull both blind answers and decide: approved_direct iff both agree with each other and
     the target and neither flagged QC; otherwise the probe needs adjudication."""
-    from truthline.physalign._verify import pull_verify
+    from truthline.systems.physalign._verify import pull_verify
 
     info = pull_verify(_client(ctx, url), release)
     emit(info, as_json, lambda: _render_counts(info))
@@ -404,7 +404,7 @@ def verify_simulate(
     as_json: JsonOpt = False,
 ) -> None:
     """SIMULATED blind reviewers answer from the private targets (demos and tests only)."""
-    from truthline.physalign._verify import simulate_verify
+    from truthline.systems.physalign._verify import simulate_verify
 
     info = simulate_verify(
         _client(ctx, url),
@@ -429,7 +429,7 @@ def adjudicate_push(
 ) -> None:
     """Create the adjudication project (after the blind answers are pulled) with both answers,
     the private target and the source observation of every probe that needs it."""
-    from truthline.physalign._verify import push_adjudicate
+    from truthline.systems.physalign._verify import push_adjudicate
 
     info = push_adjudicate(_client(ctx, url), release)
     emit(
@@ -446,7 +446,7 @@ def adjudicate_pull(
     ctx: typer.Context, release: ReleaseOpt, url: UrlOpt = None, as_json: JsonOpt = False
 ) -> None:
     """Record each adjudication and the final decision with who decided and when."""
-    from truthline.physalign._verify import pull_adjudicate
+    from truthline.systems.physalign._verify import pull_adjudicate
 
     info = pull_adjudicate(_client(ctx, url), release)
     emit(info, as_json, lambda: _render_counts(info))
@@ -466,7 +466,7 @@ def adjudicate_simulate(
     as_json: JsonOpt = False,
 ) -> None:
     """A SIMULATED third reviewer approves the known target (demos and tests only)."""
-    from truthline.physalign._verify import simulate_adjudicate
+    from truthline.systems.physalign._verify import simulate_adjudicate
 
     info = simulate_adjudicate(
         _client(ctx, url), release, adjudicator, _users_file(ctx), withhold_every=withhold_every
@@ -477,7 +477,7 @@ def adjudicate_simulate(
 @app.command("status")
 def status_cmd(release: ReleaseOpt, as_json: JsonOpt = False) -> None:
     """Probes, types, sets (G, L, P, H, H_hard), verification and adjudication of a release."""
-    from truthline.physalign._verify import status
+    from truthline.systems.physalign._verify import status
 
     info = status(release)
 

@@ -57,10 +57,10 @@ def run_scenes_demo(
     """Run the SynDORBench loop in ``ws`` (reruns skip finished frames and runs)."""
     from truthline.benchmark import RunConfig, load_run, run_benchmark, write_report
     from truthline.scenes import RenderSettings, get_environment
-    from truthline.scenes import _discern as dis
-    from truthline.scenes import _syndor as sd
-    from truthline.scenes import _syndor_sim as sim
-    from truthline.scenes import _syndor_tables as tb
+    from truthline.systems.syndorbench import _discern as dis
+    from truthline.systems.syndorbench import _syndor as sd
+    from truthline.systems.syndorbench import _sim as sim
+    from truthline.systems.syndorbench import _tables as tb
     from truthline.scenes._render import render
 
     def say(msg: str) -> None:
@@ -146,7 +146,7 @@ def run_scenes_demo(
 
 
 def _dis_prop() -> str:
-    from truthline.scenes._discern import PROPAGATED
+    from truthline.systems.syndorbench._discern import PROPAGATED
 
     return PROPAGATED
 
@@ -154,7 +154,7 @@ def _dis_prop() -> str:
 def _markdown(
     cochran: dict[str, Any], n: int, model: Any, tables: dict[str, Any], has_embed: bool
 ) -> str:
-    from truthline.scenes._syndor_tables import tables_markdown
+    from truthline.systems.syndorbench._tables import tables_markdown
 
     cands = "\n".join(
         f"| {k} | {v['cv_accuracy']:.3f} | {v['cv_macro_f1']:.3f} |"

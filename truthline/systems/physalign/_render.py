@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from truthline.physalign._scenes import HEIGHT, WIDTH, Scene
+from truthline.systems.physalign._scenes import HEIGHT, WIDTH, Scene
 
 DPI = 100
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from truthline.annotate import LSClient
 from truthline.errors import TruthlineError
-from truthline.physalign._ls import (
+from truthline.systems.physalign._ls import (
     POLY_LABELS,
     RECT_LABELS,
     annotator_of,
@@ -38,8 +38,8 @@ from truthline.physalign._ls import (
     simulated_users,
     submitted,
 )
-from truthline.physalign._records import read_jsonl, read_records, write_jsonl
-from truthline.physalign._scenes import poly_bbox
+from truthline.systems.physalign._records import read_jsonl, read_records, write_jsonl
+from truthline.systems.physalign._scenes import poly_bbox
 
 INPUT = "annotations.jsonl"
 DRAFT = "passes/draft.jsonl"

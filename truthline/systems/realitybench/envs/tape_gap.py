@@ -18,7 +18,7 @@ import numpy as np
 
 from truthline.scenes._textures import Texture, frac8, tape_texture
 from truthline.scenes._types import register_environment
-from truthline.scenes.envs._common import (
+from truthline.systems.realitybench.envs._common import (
     IN,
     Box,
     PlanarEnv,

@@ -19,7 +19,7 @@ import numpy as np
 from truthline.scenes._accept import Thresholds
 from truthline.scenes._textures import Texture, dial_gauge_texture, digital_level_texture
 from truthline.scenes._types import register_environment
-from truthline.scenes.envs._common import (
+from truthline.systems.realitybench.envs._common import (
     Box,
     PlanarEnv,
     Plane,

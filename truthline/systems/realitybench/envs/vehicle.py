@@ -25,7 +25,7 @@ from truthline.scenes._accept import Thresholds, framing
 from truthline.scenes._camera import f_px, project
 from truthline.scenes._textures import DAMAGE_TYPES, SEVERITIES, Texture, damage_texture
 from truthline.scenes._types import register_environment
-from truthline.scenes.envs._car import (
+from truthline.systems.realitybench.envs._car import (
     BODY_STYLES,
     CAR_LENGTH,
     FACES,
@@ -34,7 +34,7 @@ from truthline.scenes.envs._car import (
     face_rect,
     panels,
 )
-from truthline.scenes.envs._common import PlanarEnv, Plane, bpy_material, bpy_quad, plane, q, u
+from truthline.systems.realitybench.envs._common import PlanarEnv, Plane, bpy_material, bpy_quad, plane, q, u
 
 VISIBLE_MIN_SHARE = 0.2
 FACING_MAX_DEG = 80.0
@@ -148,7 +148,7 @@ class VehicleFace(PlanarEnv):
         return Texture(_car_side(params["scene"]["colour"]), {"kind": "car_side_proxy"})
 
     def build(self, ctx: Any, params: Mapping[str, Any]) -> dict[str, Any]:
-        from truthline.scenes.envs._common import bpy_box, bpy_setup
+        from truthline.systems.realitybench.envs._common import bpy_box, bpy_setup
 
         build_car(params["scene"]["body"], tuple(params["scene"]["colour"]))
         for i, b in enumerate(self.occluders(params)):
@@ -159,7 +159,7 @@ class VehicleFace(PlanarEnv):
     target_names = ("body", "cabin", "wheel_-1_-1", "wheel_-1_1", "wheel_1_-1", "wheel_1_1")
 
     def extract(self, ctx: Any, params: Mapping[str, Any], handles: Any) -> dict[str, Any]:
-        from truthline.scenes.envs._common import bpy_occlusion, render_res
+        from truthline.systems.realitybench.envs._common import bpy_occlusion, render_res
 
         gt = self.host_gt(params, render_res(ctx))
         _, pose = self.spec_pose(params)

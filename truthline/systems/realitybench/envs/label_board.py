@@ -23,8 +23,8 @@ from truthline.scenes._textures import (
     vin_string,
 )
 from truthline.scenes._types import register_environment
-from truthline.scenes.envs._car import CAR_LENGTH, CAR_WIDTH, build_car
-from truthline.scenes.envs._common import (
+from truthline.systems.realitybench.envs._car import CAR_LENGTH, CAR_WIDTH, build_car
+from truthline.systems.realitybench.envs._common import (
     Box,
     PlanarEnv,
     Plane,

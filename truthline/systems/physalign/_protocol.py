@@ -97,7 +97,7 @@ def _coverage(rows: pd.DataFrame, n: int) -> dict[str, Any]:
 
 def _flag(meta: Mapping[str, Any], col: str) -> bool | None:
     """A release-time eligibility column (``in_L``, ``in_P``, ``in_H``, ``in_H_hard``, as
-    ``truthline.physalign`` exports them), None when the item has none."""
+    ``truthline.systems.physalign`` exports them), None when the item has none."""
     v = meta.get(col)
     if v is None or v == "":
         return None

@@ -18,7 +18,7 @@ from typing import Any
 
 from truthline.annotate import LSClient
 from truthline.errors import TruthlineError
-from truthline.physalign._records import write_json
+from truthline.systems.physalign._records import write_json
 
 CONFIG_DIR = Path(__file__).with_name("labelconfigs")
 STATE = "label_studio.json"

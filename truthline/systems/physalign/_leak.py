@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from truthline.errors import TruthlineError
-from truthline.physalign._prompt import render_prompt
+from truthline.systems.physalign._prompt import render_prompt
 
 PRIVATE_KEYS = frozenset(
     {
@@ -202,7 +202,7 @@ def leak_check_release(
 ) -> dict[str, Any]:
     """Check a compiled ``Release`` in memory (with its annotation ``records``) or a release
     folder (public files and their names, rendered prompts); returns what was checked."""
-    from truthline.physalign._records import read_jsonl
+    from truthline.systems.physalign._records import read_jsonl
 
     if not isinstance(release, (str, Path)):
         check(

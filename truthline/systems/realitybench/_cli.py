@@ -45,7 +45,7 @@ def _frames(ws: Any) -> Any:
 
 def _env_names(env: list[str] | None) -> tuple[str, ...]:
     from truthline.errors import TruthlineError
-    from truthline.scenes import _pow
+    from truthline.systems.realitybench import _pow
 
     bad = [e for e in env or [] if e not in _pow.ENVIRONMENTS]
     if bad:
@@ -67,7 +67,7 @@ def rates_cmd(
     """Acceptable rate of each environment's sampler without rendering: scene terms from the
     analytic GT, image terms from the planar proxy render."""
     from truthline.scenes import get_environment
-    from truthline.scenes.envs._common import estimate_rates
+    from truthline.systems.realitybench.envs._common import estimate_rates
 
     out = [estimate_rates(get_environment(e), n, seed) for e in _env_names(env)]  # type: ignore[arg-type]
 
@@ -106,7 +106,8 @@ def frames_cmd(
     """Sample, render and score frames of every environment; write the frame table and the
     rating project pow-acceptability (push it blind with overlap for the raters)."""
     from truthline.errors import TruthlineError
-    from truthline.scenes import RenderSettings, _pow
+    from truthline.scenes import RenderSettings
+    from truthline.systems.realitybench import _pow
 
     ws = workspace(ctx)
     try:
@@ -164,7 +165,7 @@ def simulate_ratings_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """SIMULATED raters rate the rating project (demos and tests; never for a real study)."""
-    from truthline.scenes import _pow
+    from truthline.systems.realitybench import _pow
 
     ws = workspace(ctx)
     n = _pow.simulate_ratings(ws.store, _pow.RATING_PROJECT, _frames(ws), seed=seed)
@@ -188,7 +189,7 @@ def validate_cmd(
     """Tune the scorer's thresholds per environment on the declared split against the rater
     majority and report it on the rest (ties and gray frames excluded and counted), with
     each rater against the others and Krippendorff's alpha; writes thresholds.json."""
-    from truthline.scenes import _pow
+    from truthline.systems.realitybench import _pow
 
     ws = workspace(ctx)
     project = ws.registered(_pow.RATING_PROJECT)
@@ -231,7 +232,7 @@ def import_cmd(
 ) -> None:
     """proof-of-work benchmark items and gold from the frame table (verdicts re-decided with
     the tuned thresholds of `truthline pow validate` when present)."""
-    from truthline.scenes import _pow
+    from truthline.systems.realitybench import _pow
 
     ws = workspace(ctx)
     frames = _frames(ws)

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from truthline.scenes.envs._common import Box, bpy_box, bpy_material
+from truthline.systems.realitybench.envs._common import Box, bpy_box, bpy_material
 
 CAR_LENGTH = 4.4
 CAR_WIDTH = 1.8

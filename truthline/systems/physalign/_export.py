@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from truthline.errors import TruthlineError
-from truthline.physalign._generate import opaque
-from truthline.physalign._records import read_json, read_jsonl
+from truthline.systems.physalign._generate import opaque
+from truthline.systems.physalign._records import read_json, read_jsonl
 
 DECIDED = ("approved_direct", "approved_adjudicated", "corrected_regenerated")
 

@@ -17,8 +17,8 @@ from truthline.scenes._accept import Thresholds
 from truthline.scenes._camera import f_px
 from truthline.scenes._textures import PLATE_MM, Texture, plate_string, plate_texture
 from truthline.scenes._types import register_environment
-from truthline.scenes.envs._car import CAR_LENGTH, build_car
-from truthline.scenes.envs._common import (
+from truthline.systems.realitybench.envs._car import CAR_LENGTH, build_car
+from truthline.systems.realitybench.envs._common import (
     PlanarEnv,
     Plane,
     bpy_material,

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from truthline.scenes._syndor import CONDITIONS, as_float
+from truthline.systems.syndorbench._syndor import CONDITIONS, as_float
 
 __all__ = [
     "THRESHOLD",

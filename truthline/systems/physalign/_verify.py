@@ -24,8 +24,8 @@ from typing import Any
 
 from truthline.annotate import LSClient
 from truthline.errors import TruthlineError
-from truthline.physalign._leak import check as leak_check
-from truthline.physalign._ls import (
+from truthline.systems.physalign._leak import check as leak_check
+from truthline.systems.physalign._ls import (
     annotator_of,
     data_uri,
     ensure_project,
@@ -37,8 +37,8 @@ from truthline.physalign._ls import (
     simulated_users,
     submitted,
 )
-from truthline.physalign._prompt import anchor_text, candidate_lines
-from truthline.physalign._records import read_jsonl, write_jsonl
+from truthline.systems.physalign._prompt import anchor_text, candidate_lines
+from truthline.systems.physalign._records import read_jsonl, write_jsonl
 
 REVIEW = "private/review.jsonl"
 QC_FLAGS = (
@@ -275,7 +275,7 @@ def _read_review(release: Path) -> dict[str, dict[str, Any]]:
 
 
 def _write_review(release: Path, rows: list[dict[str, Any]]) -> None:
-    from truthline.physalign._schemas import validate_review
+    from truthline.systems.physalign._schemas import validate_review
 
     for r in rows:
         validate_review(r, str(Path(release) / REVIEW))

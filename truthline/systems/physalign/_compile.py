@@ -23,12 +23,12 @@ import numpy as np
 
 from truthline.benchmark._scoring import READ_RULES
 from truthline.errors import TruthlineError
-from truthline.physalign._generate import opaque
-from truthline.physalign._leak import leak_check_release, occurs
-from truthline.physalign._nearest import RULE as NEAREST_RULE
-from truthline.physalign._nearest import nearest
-from truthline.physalign._records import read_json, read_records, write_json, write_jsonl
-from truthline.physalign._schemas import validate
+from truthline.systems.physalign._generate import opaque
+from truthline.systems.physalign._leak import leak_check_release, occurs
+from truthline.systems.physalign._nearest import RULE as NEAREST_RULE
+from truthline.systems.physalign._nearest import nearest
+from truthline.systems.physalign._records import read_json, read_records, write_json, write_jsonl
+from truthline.systems.physalign._schemas import validate
 
 COMPILER = "physalign-compiler/1"
 MAX_K = 5
@@ -405,7 +405,7 @@ def compile_release(
 
 
 def write_release(rel: Release, out: Path, records: list[dict[str, Any]]) -> None:
-    from truthline.physalign._render import render_view
+    from truthline.systems.physalign._render import render_view
 
     pub_dir, priv_dir = out / "public", out / "private"
     for image_id, src in rel.images.items():

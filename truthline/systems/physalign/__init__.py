@@ -13,7 +13,7 @@ Label Studio mapping). Public API:
   nearest-region rule (``NEAREST_RULE``, ``view_distance``, ``MARGIN_PX``).
 """
 
-from truthline.physalign._compile import (
+from truthline.systems.physalign._compile import (
     COMPAT,
     MAX_K,
     Release,
@@ -21,14 +21,14 @@ from truthline.physalign._compile import (
     compile_release,
     probe_rng,
 )
-from truthline.physalign._export import write_import_tables
-from truthline.physalign._generate import generate
-from truthline.physalign._leak import LeakError, leak_check_release
-from truthline.physalign._nearest import MARGIN_PX, nearest, view_distance
-from truthline.physalign._nearest import RULE as NEAREST_RULE
-from truthline.physalign._prompt import render_prompt
-from truthline.physalign._records import RecordError, read_jsonl, read_records
-from truthline.physalign._schemas import PRIVATE_SCHEMA, PUBLIC_SCHEMA, SchemaError, validate
+from truthline.systems.physalign._export import write_import_tables
+from truthline.systems.physalign._generate import generate
+from truthline.systems.physalign._leak import LeakError, leak_check_release
+from truthline.systems.physalign._nearest import MARGIN_PX, nearest, view_distance
+from truthline.systems.physalign._nearest import RULE as NEAREST_RULE
+from truthline.systems.physalign._prompt import render_prompt
+from truthline.systems.physalign._records import RecordError, read_jsonl, read_records
+from truthline.systems.physalign._schemas import PRIVATE_SCHEMA, PUBLIC_SCHEMA, SchemaError, validate
 
 __all__ = [
     "COMPAT",

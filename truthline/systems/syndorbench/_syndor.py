@@ -36,7 +36,9 @@ import numpy as np
 import pandas as pd
 
 from truthline.errors import TruthlineError
-from truthline.scenes import _discern, _features, _isp
+from truthline.scenes import _isp
+from truthline.systems.syndorbench import _discern
+from truthline.systems.syndorbench import _features
 
 __all__ = [
     "CONDITIONS",
@@ -432,7 +434,7 @@ def import_benchmark(
         if project not in ws.project_names()
         else ws.registered(project)
     )
-    from truthline.scenes._syndor_sim import simulated_visibility  # SIMULATED models' truth
+    from truthline.systems.syndorbench._sim import simulated_visibility  # SIMULATED models' truth
 
     vis = simulated_visibility(items)
     rows = []
@@ -486,7 +488,7 @@ def write_gold(
             values.append((ids[r["key"]], "action", t["action"], GT_PROVENANCE))
             values.append((ids[r["key"]], "action_text", t["action_text"], GT_PROVENANCE))
     policy = {
-        "source": "truthline.scenes._syndor",
+        "source": "truthline.systems.syndorbench._syndor",
         "presence": "in frame AND discernible",
         "discernibility_model": model.summary() if model else None,
     }
