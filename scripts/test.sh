@@ -61,6 +61,9 @@ ruff format --check .
 step "mypy"
 mypy
 
+step "import-linter (layering contracts in pyproject.toml)"
+lint-imports --no-cache
+
 step "pytest"
 set +e
 pytest "$@"

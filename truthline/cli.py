@@ -80,23 +80,41 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
         "app",
         "Rendered scenes: Blender environments, declared grids, rendering over workers.",
     ),
-    "syndor": (
-        "truthline.systems.syndorbench._cli",
-        "app",
-        "SynDORBench on rendered DORI frames: night-vision variants, discernibility labels "
-        "(Cochran sample, RF/XGBoost propagation), gold, the paper's tables.",
-    ),
-    "pow": (
-        "truthline.systems.realitybench._cli",
-        "app",
-        "RealityBench proof-of-work frames: rendered environments, the acceptability scorer validated against raters, conditional benchmark items.",
-    ),
-    "physalign": (
-        "truthline.systems.physalign._cli",
-        "app",
-        "PhysAlign probes: generated diagrams, annotation passes in Label Studio, probe compiler with a leak check, blind double verification and adjudication.",
-    ),
 }
+
+
+PLUGIN_COMMANDS = "truthline.cli"
+"""Entry-point group of command groups other packages add (a paper system's ``truthline
+physalign``): ``name = "module:OBJECT"`` where OBJECT is a ``truthline.plugins.CommandGroup``
+(target and one-line help) in a module that imports nothing heavy."""
+
+
+def plugin_commands() -> dict[str, tuple[str, str, str]]:
+    """Sub-commands declared by installed plug-ins, as LAZY_COMMANDS entries (read once);
+    a built-in name wins over a plug-in's."""
+    global _PLUGINS
+    if _PLUGINS is None:
+        from importlib.metadata import entry_points
+
+        _PLUGINS = {}
+        for ep in sorted(entry_points(group=PLUGIN_COMMANDS), key=lambda e: e.name):
+            if ep.name in LAZY_COMMANDS or ep.name in _PLUGINS:
+                continue
+            try:
+                group = ep.load()
+            except ImportError as exc:  # a broken plug-in must not break the whole CLI
+                err_console.print(f"[yellow]plug-in command {ep.name!r} ({ep.value}): {exc}[/]")
+                continue
+            module, _, attr = group.target.partition(":")
+            _PLUGINS[ep.name] = (module, attr or "app", group.help)
+    return _PLUGINS
+
+
+_PLUGINS: dict[str, tuple[str, str, str]] | None = None
+
+
+def _lazy_commands() -> dict[str, tuple[str, str, str]]:
+    return {**LAZY_COMMANDS, **plugin_commands()}
 
 
 class _LazyGroup(TyperGroup):
@@ -105,13 +123,15 @@ class _LazyGroup(TyperGroup):
     _listing = False
 
     def list_commands(self, ctx: _click.Context) -> list[str]:
-        return [*super().list_commands(ctx), *(n for n in LAZY_COMMANDS if n not in self.commands)]
+        lazy = _lazy_commands()
+        return [*super().list_commands(ctx), *(n for n in lazy if n not in self.commands)]
 
     def get_command(self, ctx: _click.Context, cmd_name: str) -> _click.Command | None:
         cmd = super().get_command(ctx, cmd_name)
-        if cmd is not None or cmd_name not in LAZY_COMMANDS:
+        lazy = _lazy_commands()
+        if cmd is not None or cmd_name not in lazy:
             return cmd
-        module, attr, short = LAZY_COMMANDS[cmd_name]
+        module, attr, short = lazy[cmd_name]
         if self._listing:  # the help page only needs the name and the line
             return typer.core.TyperCommand(name=cmd_name, help=short, callback=None)
         cmd = _load_command(cmd_name, module, attr)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from truthline.benchmark import majority_answer, rule
-from truthline.benchmark._baselines import nearest_region
+from truthline.systems.physalign import nearest_region
 
 
 @rule("nearest-region")

@@ -13,9 +13,9 @@ import pytest
 from scipy.stats import kendalltau
 
 from truthline.benchmark import RunScored, Scored, compute_metrics, compute_run_metrics
-from truthline.systems.realitybench import _conditional as C
 from truthline.benchmark import _metrics as M
 from truthline.project import load_project
+from truthline.systems.realitybench import _conditional as C
 
 PROJECT = Path(__file__).resolve().parents[2] / "projects" / "proof-of-work"
 

@@ -9,9 +9,13 @@ import csv
 
 import pytest
 
-from truthline.benchmark._baselines import nearest_region
 from truthline.models._prompt import typed_meta
-from truthline.systems.physalign import compile_release, generate, write_import_tables
+from truthline.systems.physalign import (
+    compile_release,
+    generate,
+    nearest_region,
+    write_import_tables,
+)
 
 
 def test_rule_on_item_inputs_agrees_with_the_release_time_rule(tmp_path):

@@ -225,8 +225,8 @@ def test_leak_check_renders_the_projects_own_prompts(release: Path, tmp_path: Pa
     a template that prints a poisoned metadata cell is caught, naming the probe."""
     import csv
 
-    from truthline.systems.physalign import write_import_tables
     from truthline.project import load_project
+    from truthline.systems.physalign import write_import_tables
     from truthline.workspace import templates_dir
 
     write_import_tables(release, unverified=True)

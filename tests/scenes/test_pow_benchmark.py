@@ -56,8 +56,8 @@ def test_gold_has_scorer_and_scene_provenance(run):
 
 def test_conditional_metric_on_the_run(run):
     _, proj, r = run
-    from truthline.systems.realitybench import _conditional as C
     from truthline.benchmark._registry import Scored
+    from truthline.systems.realitybench import _conditional as C
 
     d = r.decisions
     scores = {}

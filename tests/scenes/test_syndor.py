@@ -12,8 +12,8 @@ import pytest
 from PIL import Image
 
 from truthline.systems.syndorbench import _discern as dis
-from truthline.systems.syndorbench import _syndor as sd
 from truthline.systems.syndorbench import _sim as sim
+from truthline.systems.syndorbench import _syndor as sd
 from truthline.systems.syndorbench import _tables as tb
 
 DISTANCES = (5.4, 10.8, 23.0)

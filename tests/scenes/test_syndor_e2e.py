@@ -8,11 +8,11 @@ import pandas as pd
 import pytest
 
 from truthline.scenes import RenderSettings
-from truthline.systems.syndorbench import _discern as dis
-from truthline.systems.syndorbench import _syndor as sd
-from truthline.systems.syndorbench import _sim as sim
-from truthline.systems.syndorbench import _tables as tb
 from truthline.scenes._render import render
+from truthline.systems.syndorbench import _discern as dis
+from truthline.systems.syndorbench import _sim as sim
+from truthline.systems.syndorbench import _syndor as sd
+from truthline.systems.syndorbench import _tables as tb
 
 PARAMS = [
     {"distance_m": d, "azimuth_deg": az, "elevation_deg": 0.0, "lighting": lt,

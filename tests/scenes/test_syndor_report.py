@@ -10,8 +10,8 @@ import pytest
 from tests.dashboards.conftest import _texts
 from tests.dashboards.conftest import run_app as run_app
 from truthline.systems.syndorbench import _discern as dis
-from truthline.systems.syndorbench import _syndor as sd
 from truthline.systems.syndorbench import _sim as sim
+from truthline.systems.syndorbench import _syndor as sd
 
 from .test_syndor import DISTANCES, _render
 

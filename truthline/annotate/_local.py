@@ -80,7 +80,7 @@ def default_media_root(ws: Any, project: str | None = None) -> Path:
         if project:
             q = q.where(tables.items.c.project == project)
         with ws.store.begin() as conn:
-            roots = [r[0] for r in conn.execute(q)]
+            roots = [r[0] for r in conn.execute(q) if r[0]]  # a system's units have none
     except Exception:
         roots = []
     if len(roots) == 1:

@@ -27,8 +27,9 @@ from urllib.parse import urlsplit
 from sqlalchemy import select
 
 from truthline.annotate._client import LabelStudioError, LSClient, item_id_of
-from truthline.annotate._labelconfig import results_to_values
-from truthline.annotate._push import _upsert_exposures
+from truthline.annotate._kinds import FIELD_SCHEMA, ProjectKind, ReadBack, Scope, get_kind
+from truthline.annotate._push import _upsert_exposures, ls_project_row
+from truthline.errors import TruthlineError
 from truthline.store import Store, now, tables
 
 
@@ -97,8 +98,6 @@ def pull(store: Store, project: Any, client: LSClient, *, progress: bool = True)
             .order_by(lp.c.id)
         ).all()
     if not lsp:
-        from truthline.errors import TruthlineError
-
         raise TruthlineError(
             f"nothing pushed for project {project.name!r} to {client.url}; run `truthline annotate push`"
         )
@@ -152,34 +151,46 @@ def _pull_project(
     rep: PullReport,
 ) -> dict[str, int]:
     """Pull one Label Studio project's export into the store; its counts."""
-    return _ProjectPull(store, project, client, lsrow, users, rep).run(tasks)
+    return _ProjectPull(store, project.name, project, client, lsrow, users, rep).run(tasks)
 
 
 class _ProjectPull:
     """One Label Studio project's export against what the store holds: new annotations are
     inserted, changed ones updated (a changed value keeps its old revision in the history),
-    annotations gone from the export marked deleted and ones back restored."""
+    annotations gone from the export marked deleted and ones back restored.
+
+    The project's kind reads each annotation back (``kind.read``) and names its values; the
+    loop's projects are the ``field-schema`` kind with the ``Project`` as context. A system's
+    projects (``trust_task_data=False``) count only the tasks the store recorded as theirs:
+    any other task is foreign, whatever its data says."""
 
     def __init__(
         self,
         store: Store,
-        project: Any,
+        scope: str,
+        context: Any,
         client: LSClient,
         lsrow: Any,
         users: dict[int, str],
         rep: PullReport,
+        *,
+        kind: ProjectKind | None = None,
+        trust_task_data: bool = True,
     ):
-        self.store, self.project, self.client, self.users, self.rep = (
+        self.store, self.context, self.client, self.users, self.rep = (
             store,
-            project,
+            context,
             client,
             users,
             rep,
         )
+        self.scope = scope
+        self.kind = kind or get_kind(FIELD_SCHEMA)
+        self.trust_task_data = trust_task_data
         self.pid = int(lsrow.ls_project_id)
         self.arm = str(lsrow.arm)
-        self.tier = 2 if self.arm == "review" else 1
-        self.types = project.field_types
+        self.tier = self.kind.tier_of(self.arm)
+        self.fields = self.kind.field_names(context)
         self.inserts: list[dict] = []
         self.updates: list[tuple[int, dict, dict]] = []  # (row id, new values, history)
         self.exposures: list[dict] = []
@@ -214,12 +225,12 @@ class _ProjectPull:
         """The project's tasks, the predictions they showed, the annotations already pulled
         from this project on this server, the project's items and the prompts' hashes."""
         a, lt, pr = tables.annotations, tables.ls_tasks, tables.predictions
-        pid, name = self.pid, self.project.name
+        pid, name = self.pid, self.scope
         with self.store.begin() as conn:
             self.task_map = {
                 r.ls_task_id: r
                 for r in conn.execute(
-                    select(lt.c.ls_task_id, lt.c.item_id, lt.c.prediction_id).where(
+                    select(lt.c.ls_task_id, lt.c.item_id, lt.c.prediction_id, lt.c.shown).where(
                         lt.c.ls_project_id == pid, lt.c.server_url == self.client.url
                     )
                 )
@@ -250,9 +261,11 @@ class _ProjectPull:
                 if r.source_id.startswith(prefix) and r.source_id.endswith(suffix)
             }
             self.known_items = {
-                r.id
+                r.id: r.key
                 for r in conn.execute(
-                    select(tables.items.c.id).where(tables.items.c.project == name)
+                    select(tables.items.c.id, tables.items.c.key).where(
+                        tables.items.c.project == name
+                    )
                 )
             }
             self.prompt_hashes = {}
@@ -278,6 +291,8 @@ class _ProjectPull:
                 self.present.add(source_id(self.client.url, pid, int(ann["id"])))
         tm = self.task_map.get(tid)
         item_id = tm.item_id if tm else item_id_of((task.get("data") or {}).get("item_id"))
+        if tm is None and not self.trust_task_data:
+            item_id = None
         if item_id is None or item_id not in self.known_items:
             self.stats["foreign_tasks"] += 1
             self.rep.foreign_tasks.append(
@@ -290,8 +305,9 @@ class _ProjectPull:
             )
             return
         shown = self.preds.get(tm.prediction_id) if tm and tm.prediction_id else None
+        also = tm.shown if tm is not None else None
         for ann in task.get("annotations", []):
-            self._annotation(tid, int(item_id), shown, ann)
+            self._annotation(tid, int(item_id), shown, ann, also)
 
     def _annotator(self, ann: dict) -> str:
         who = ann.get("completed_by")
@@ -299,17 +315,26 @@ class _ProjectPull:
             return who.get("email") or str(who.get("id"))
         return self.users.get(int(who), str(who)) if who is not None else "unknown"
 
-    def _annotation(self, tid: int, item_id: int, shown: Any, ann: dict) -> None:
-        pid, types = self.pid, self.types
+    def _read(self, tid: int, item_id: int, aid: int, ann: dict) -> ReadBack:
+        """The kind's reading of a submitted annotation; one that cannot be read is a
+        problem (reported with its ids) and stored without values."""
+        try:
+            return self.kind.read(self.context, self.known_items[item_id], ann)
+        except (KeyError, IndexError, TypeError, ValueError, TruthlineError) as exc:
+            what = str(exc) if isinstance(exc, TruthlineError) else f"{type(exc).__name__}: {exc}"
+            return ReadBack({}, problems=[f"cannot be read as {self.kind.name}: {what}"])
+
+    def _annotation(self, tid: int, item_id: int, shown: Any, ann: dict, also: Any = None) -> None:
+        pid, fields = self.pid, self.fields
         aid = int(ann["id"])
         annotator = self._annotator(ann)
         cancelled = bool(ann.get("was_cancelled"))
         if cancelled:
-            values: dict[str, Any] = dict.fromkeys(types)
+            values: dict[str, Any] = dict.fromkeys(fields)
             origins: dict[str, str] = {}
             self.rep.skipped_annotations += 1
         else:
-            conv = results_to_values(self.project, ann.get("result") or [])
+            conv = self._read(tid, item_id, aid, ann)
             for p in conv.problems:
                 self.rep.problems.append(
                     f"Label Studio project {pid}, task {tid}, annotation {aid}: {p} (skipped)"
@@ -318,7 +343,7 @@ class _ProjectPull:
         sid = source_id(self.client.url, pid, aid)
         self.stats["annotations"] += 1
         base = {
-            "project": self.project.name,
+            "project": self.scope,
             "item_id": item_id,
             "annotator": annotator,
             "arm": self.arm,
@@ -337,11 +362,11 @@ class _ProjectPull:
             "source_updated_at": _ts(ann.get("updated_at")),
         }
         changed_any = restored = False
-        for name, ft in types.items():
+        for name in fields:
             val = values.get(name)
             kept = None
             if shown is not None and not cancelled:
-                kept = kept_flag(ft, val, (shown.values or {}).get(name))
+                kept = self.kind.kept(self.context, name, val, (shown.values or {}).get(name))
             row = base | {
                 "field_path": name,
                 "value": val,
@@ -360,7 +385,7 @@ class _ProjectPull:
         if restored:
             self.stats["restored"] += 1
             self.restored_sids.append(sid)
-        if all((sid, n) not in self.existing for n in types):
+        if all((sid, n) not in self.existing for n in fields):
             self.stats["new"] += 1
         elif changed_any:
             self.stats["updated"] += 1
@@ -368,7 +393,7 @@ class _ProjectPull:
             self.stats["unchanged"] += 1
         self.exposures.append(
             {
-                "project": self.project.name,
+                "project": self.scope,
                 "item_id": item_id,
                 "annotator": annotator,
                 "arm": self.arm,
@@ -378,6 +403,7 @@ class _ProjectPull:
                 if shown is not None
                 else None,
                 "ls_project_id": pid,
+                "shown": also,
             }
         )
 
@@ -439,7 +465,7 @@ class _ProjectPull:
                 conn.execute(
                     a.update()
                     .where(
-                        a.c.project == self.project.name,
+                        a.c.project == self.scope,
                         a.c.source_id.in_(self.restored_sids[k : k + 5000]),
                     )
                     .values(deleted_at=None)
@@ -450,3 +476,146 @@ class _ProjectPull:
                 conn.execute(a.update().where(a.c.id == rid).values(**new))
             if self.exposures:
                 _upsert_exposures(conn, self.exposures, stored_at)
+
+
+# -- a system's units: the same store-backed pull for every project kind ----------------------
+@dataclass(frozen=True)
+class UnitAnnotation:
+    """One annotation of a unit as the store holds it after a pull (deleted ones left out)."""
+
+    key: str
+    item_id: int
+    annotator: str
+    values: dict[str, Any]
+    skipped: bool
+    source_id: str
+    ls_task_id: int | None
+    ls_annotation_id: int | None
+    annotated_at: datetime | None
+
+
+@dataclass
+class UnitPull:
+    """``pull_units``: the reconciliation report and every current annotation of the project
+    (oldest first: by ``annotated_at``, then annotation id)."""
+
+    report: PullReport
+    annotations: list[UnitAnnotation]
+
+    def of(self, key: str, *, submitted: bool = True) -> list[UnitAnnotation]:
+        """A unit's annotations, oldest first (``submitted``: skips left out)."""
+        return [a for a in self.annotations if a.key == key and not (submitted and a.skipped)]
+
+    def changes(self) -> dict[str, Any]:
+        """What the reconciliation found that a caller should report (empty when nothing):
+        annotations marked deleted or restored, foreign tasks, missing projects, problems."""
+        r = self.report
+        out: dict[str, Any] = {}
+        if r.deleted:
+            out["deleted"] = r.deleted
+        if r.restored:
+            out["restored"] = r.restored
+        if r.foreign_tasks:
+            out["foreign_tasks"] = r.foreign_tasks
+        if r.missing_projects:
+            out["missing_projects"] = r.missing_projects
+        if r.problems:
+            out["problems"] = r.problems
+        return out
+
+
+def pull_units(
+    store: Store,
+    client: LSClient,
+    kind: str | ProjectKind,
+    context: Any,
+    *,
+    scope: Scope,
+    slot: str,
+    cohort: str = "",
+) -> UnitPull:
+    """Pull the kind's project in (scope, slot, cohort) on this server into the store, as
+    the loop pulls its own: annotations read back by the kind, one row per value, history of
+    edits, deletions marked, foreign tasks skipped and listed, exposures recorded with what
+    each task showed. A project deleted in Label Studio is reported; what was pulled from it
+    earlier is returned as it was."""
+    row = ls_project_row(store, client.url, scope.name, slot, cohort)
+    if row is None:
+        raise TruthlineError(
+            f"nothing was pushed for {slot!r}{f' [{cohort}]' if cohort else ''} of "
+            f"{scope.source} to {client.url}; push it first"
+        )
+    k = get_kind(kind)
+    rep = PullReport()
+    try:
+        tasks: list[dict] | None = client.snapshot_export(int(row.ls_project_id))
+    except LabelStudioError as exc:
+        if exc.status != 404:
+            raise
+        tasks = None
+        rep.missing_projects.append(
+            {"ls_project_id": row.ls_project_id, "arm": row.arm, "title": row.title}
+        )
+        rep.problems.append(
+            f"Label Studio project {row.ls_project_id} ({row.title!r}) no longer exists on "
+            f"{client.url}; its annotations stay in the store as last pulled"
+        )
+    if tasks is not None:
+        users: dict[int, str] = {}
+        if any(
+            isinstance(a.get("completed_by"), int) for t in tasks for a in t.get("annotations", [])
+        ):
+            users = client.users()
+        stats = _ProjectPull(
+            store, scope.name, context, client, row, users, rep, kind=k, trust_task_data=False
+        ).run(tasks)
+        rep.projects.append(
+            {"ls_project_id": row.ls_project_id, "arm": row.arm, "cohort": row.cohort} | stats
+        )
+    return UnitPull(rep, stored_annotations(store, client.url, scope, int(row.ls_project_id)))
+
+
+def stored_annotations(
+    store: Store, server_url: str, scope: Scope, ls_project_id: int
+) -> list[UnitAnnotation]:
+    """Every annotation of one pushed project of ``scope`` in the store (deleted ones left
+    out), its values gathered from its rows, oldest first."""
+    a, it = tables.annotations, tables.items
+    prefix = f"ls:{ls_project_id}:"
+    suffix = f"@{urlsplit(server_url).netloc}"
+    with store.begin() as conn:
+        rows = conn.execute(
+            select(a, it.c.key)
+            .select_from(a.join(it, a.c.item_id == it.c.id))
+            .where(
+                a.c.project == scope.name,
+                a.c.ls_project_id == ls_project_id,
+                a.c.deleted_at.is_(None),
+                a.c.source_id.like(f"{prefix}%{suffix}"),
+            )
+        ).all()
+    by: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        if not (r.source_id.startswith(prefix) and r.source_id.endswith(suffix)):
+            continue
+        rec = by.setdefault(
+            r.source_id,
+            {
+                "key": r.key,
+                "item_id": int(r.item_id),
+                "annotator": r.annotator,
+                "values": {},
+                "skipped": bool(r.skipped),
+                "source_id": r.source_id,
+                "ls_task_id": r.ls_task_id,
+                "ls_annotation_id": r.ls_annotation_id,
+                "annotated_at": r.annotated_at,
+            },
+        )
+        rec["values"][r.field_path] = r.value
+    out = [UnitAnnotation(**v) for v in by.values()]
+
+    def order(x: UnitAnnotation) -> tuple[str, int]:
+        return (x.annotated_at.isoformat() if x.annotated_at else "", x.ls_annotation_id or 0)
+
+    return sorted(out, key=order)

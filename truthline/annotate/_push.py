@@ -29,7 +29,7 @@ from sqlalchemy import select
 from truthline.annotate._assign import assign_arms
 from truthline.annotate._client import LabelStudioError, LSClient
 from truthline.annotate._instructions import PREFILL_LABEL, instructions
-from truthline.annotate._labelconfig import label_config, task_data, values_to_results
+from truthline.annotate._kinds import FIELD_SCHEMA, FieldUnit, ProjectKind, Scope, get_kind
 from truthline.annotate._media import item_prefix, media_rel, media_url
 from truthline.errors import TruthlineError
 from truthline.store import Store, json_hash, now, tables
@@ -80,7 +80,7 @@ def ensure_ls_project(
     overlap: int = 1,
 ) -> tuple[int, str]:
     """The Label Studio project of (project, arm, cohort) on this server; created if missing."""
-    cfg = label_config(project)
+    cfg = get_kind(FIELD_SCHEMA).label_config(project)
     cfg_hash = json_hash(cfg)
     t = tables.ls_projects
     with store.begin() as conn:
@@ -400,6 +400,7 @@ class _PushJob:
     urls: _Urls
     rep: PushReport
     weights: dict[int, float] = field(default_factory=dict)
+    kind: ProjectKind = field(default_factory=lambda: get_kind(FIELD_SCHEMA))
 
     def recover(self) -> dict[int, int]:
         """What the server already holds (item -> task id); records tasks of a batch the
@@ -435,32 +436,14 @@ class _PushJob:
         for i in chunk:
             it = self.items[i]
             shown: list[tuple[str, dict]] = []
+            prediction = None
             if self.arm == "anchored":
-                shown = [("", self.preds[i].values)]
+                prediction = self.preds[i].values
+                shown = [("", prediction)]
             elif self.arm == "review":
                 shown = list(self.review_preds[i])
-            t: dict[str, Any] = {
-                "data": task_data(self.project, i, self.urls(it), it["key"], shown=shown)
-            }
-            if self.arm == "anchored":
-                # the model's name stays in the store; annotators see a neutral label
-                t["predictions"] = [
-                    {
-                        "model_version": PREFILL_LABEL,
-                        "result": values_to_results(
-                            self.project, self.preds[i].values, normalized=True
-                        ),
-                    }
-                ]
-            elif self.arm == "review":
-                t["predictions"] = [
-                    {
-                        "model_version": f"tier1:{who}",
-                        "result": values_to_results(self.project, vals),
-                    }
-                    for who, vals in self.review_preds[i]
-                ]
-            payload.append(t)
+            unit = FieldUnit(i, it["key"], self.urls(it), self.arm, shown, prediction)
+            payload.append(self.kind.task(self.project, unit))
         return payload
 
     def record(self, chunk: list[int], resp: dict) -> None:
@@ -600,3 +583,266 @@ def _sample_review(
     take = rng.random(len(candidates)) < pi
     pick = [int(i) for i, t in zip(candidates, take, strict=True) if t]
     return pick, {int(i): float(1.0 / p) for i, p, t in zip(candidates, pi, take, strict=True) if t}
+
+
+# -- a system's units: the same store-backed push for every project kind ----------------------
+@dataclass
+class UnitPushReport:
+    """What ``push_units`` did: tasks created, units already there, tasks the server held
+    that the store had not recorded yet (an interrupted push), and where the project is."""
+
+    ls_project_id: int
+    title: str
+    project_url: str
+    created: int = 0
+    existing: int = 0
+    recovered: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def ls_project_row(store: Store, server_url: str, scope: str, slot: str, cohort: str = "") -> Any:
+    """The ``ls_projects`` row of (scope or project, slot/arm, cohort) on a server, or None."""
+    t = tables.ls_projects
+    with store.begin() as conn:
+        return conn.execute(
+            select(t).where(
+                t.c.project == scope,
+                t.c.arm == slot,
+                t.c.cohort == cohort,
+                t.c.server_url == server_url,
+            )
+        ).first()
+
+
+def ls_project_rows(store: Store, server_url: str, scope: str, slot: str) -> list[Any]:
+    """Every ``ls_projects`` row of (scope, slot) on a server (one per cohort), by cohort."""
+    t = tables.ls_projects
+    with store.begin() as conn:
+        return list(
+            conn.execute(
+                select(t)
+                .where(t.c.project == scope, t.c.arm == slot, t.c.server_url == server_url)
+                .order_by(t.c.cohort)
+            )
+        )
+
+
+def unit_tasks(store: Store, server_url: str, ls_project_id: int) -> dict[str, int]:
+    """Unit (item) key -> Label Studio task id of one pushed project, as recorded."""
+    lt, it = tables.ls_tasks, tables.items
+    with store.begin() as conn:
+        return {
+            r.key: int(r.ls_task_id)
+            for r in conn.execute(
+                select(it.c.key, lt.c.ls_task_id)
+                .select_from(lt.join(it, lt.c.item_id == it.c.id))
+                .where(lt.c.ls_project_id == ls_project_id, lt.c.server_url == server_url)
+            )
+        }
+
+
+def _ensure_unit_project(
+    client: LSClient,
+    store: Store,
+    kind: ProjectKind,
+    context: Any,
+    scope: Scope,
+    slot: str,
+    cohort: str,
+    title: str,
+) -> tuple[int, str]:
+    """The Label Studio project of (scope, slot, cohort) on this server; created if missing.
+    A recorded project deleted on the server is refused (its records stay in the store)."""
+    row = ls_project_row(store, client.url, scope.name, slot, cohort)
+    if row is not None:
+        try:
+            client.get(f"/api/projects/{row.ls_project_id}")
+        except LabelStudioError as exc:
+            if exc.status == 404:
+                raise TruthlineError(
+                    f"Label Studio project {row.ls_project_id} ({row.title}) was deleted on "
+                    f"{client.url}; its records remain in the store ({scope.kind} of "
+                    f"{scope.source}, {slot}). Remove them or push to another server"
+                ) from None
+            raise
+        return int(row.ls_project_id), str(row.title)
+    cfg = kind.label_config(context)
+    title = title[:50]
+    body = {"title": title, "label_config": cfg, "show_skip_button": False}
+    created = client.post("/api/projects/", body | kind.settings(context))
+    _insert_ls_project(
+        store, client.url, scope, slot, cohort, kind.name, int(created["id"]), title, cfg
+    )
+    return int(created["id"]), title
+
+
+def _insert_ls_project(
+    store: Store,
+    server_url: str,
+    scope: Scope,
+    slot: str,
+    cohort: str,
+    kind: str,
+    ls_project_id: int,
+    title: str,
+    cfg: str | None,
+) -> None:
+    with store.begin() as conn:
+        conn.execute(
+            tables.ls_projects.insert().values(
+                project=scope.name,
+                arm=slot,
+                cohort=cohort,
+                server_url=server_url,
+                ls_project_id=ls_project_id,
+                title=title,
+                label_config_hash=json_hash(cfg) if cfg is not None else None,
+                kind=kind,
+                created_at=now(),
+            )
+        )
+
+
+def push_units(
+    store: Store,
+    client: LSClient,
+    kind: str | ProjectKind,
+    context: Any,
+    units: dict[str, Any],
+    *,
+    scope: Scope,
+    slot: str,
+    title: str,
+    cohort: str = "",
+    annotators: list[str] | None = None,
+    batch: int = 100,
+) -> UnitPushReport:
+    """Push a system's units (key -> unit) as tasks of the kind's project in ``slot``.
+
+    The units become items of ``scope``; the project is created once per (scope, slot,
+    cohort, server); a unit already recorded is never imported again, and tasks the server
+    stored before the store recorded them (an interrupted push) are found by their
+    ``item_id`` and recorded. Each batch is recorded as soon as the server confirms it, with
+    what the task shows (``kind.shown``) and, for ``annotators`` known up front (a cohort),
+    their exposures.
+    """
+    k = get_kind(kind)
+    tasks = {key: k.task(context, u) for key, u in units.items()}
+    ids = scope.items(store, {key: json_hash(t) for key, t in tasks.items()})
+    for key, t in tasks.items():
+        t["data"] = {"item_id": ids[key]} | dict(t.get("data") or {})
+    k.check(context, tasks)
+    shown = {key: k.shown(context, key, u) for key, u in units.items()}
+    ls_pid, title = _ensure_unit_project(client, store, k, context, scope, slot, cohort, title)
+    rep = UnitPushReport(
+        ls_project_id=ls_pid, title=title, project_url=f"{client.url}/projects/{ls_pid}/data"
+    )
+    lt = tables.ls_tasks
+    with store.begin() as conn:
+        recorded = {
+            int(r.item_id): int(r.ls_task_id)
+            for r in conn.execute(
+                select(lt.c.item_id, lt.c.ls_task_id).where(
+                    lt.c.ls_project_id == ls_pid, lt.c.server_url == client.url
+                )
+            )
+        }
+    key_of = {ids[key]: key for key in tasks}
+    known_tids = set(recorded.values())
+    recover = [
+        {"item_id": item, "ls_task_id": tid, "shown": shown[key_of[item]]}
+        for item, tid in client.tasks_by_item(ls_pid).items()
+        if item in key_of and item not in recorded and tid not in known_tids
+    ]
+    if recover:
+        _record(store, client, ls_pid, recover, [])
+        recorded |= {r["item_id"]: r["ls_task_id"] for r in recover}
+    rep.recovered = len(recover)
+    todo = [key for key in tasks if ids[key] not in recorded]
+    rep.existing = len(tasks) - len(todo)
+    for s in range(0, len(todo), batch):
+        chunk = todo[s : s + batch]
+        resp = client.post(
+            f"/api/projects/{ls_pid}/import", [tasks[key] for key in chunk], return_task_ids="true"
+        )
+        got = (resp or {}).get("task_ids") or []
+        if len(got) != len(chunk):
+            raise TruthlineError(
+                f"Label Studio project {ls_pid}: imported {len(chunk)} tasks, got {len(got)} ids "
+                "back; rerun the push to reconcile"
+            )
+        rows = [
+            {"item_id": ids[key], "ls_task_id": int(tid), "shown": shown[key]}
+            for key, tid in zip(chunk, got, strict=True)
+        ]
+        exps = [
+            {
+                "project": scope.name,
+                "item_id": ids[key],
+                "annotator": who,
+                "arm": slot,
+                "ls_project_id": ls_pid,
+                "shown": shown[key],
+            }
+            for key in chunk
+            for who in annotators or []
+        ]
+        _record(store, client, ls_pid, rows, exps)
+        rep.created += len(chunk)
+    return rep
+
+
+def adopt_ls_project(
+    store: Store,
+    server_url: str,
+    kind: str | ProjectKind,
+    context: Any,
+    *,
+    scope: Scope,
+    slot: str,
+    cohort: str,
+    ls_project_id: int,
+    title: str,
+    tasks: dict[str, int],
+    shown: dict[str, list[dict[str, Any]]] | None = None,
+) -> int:
+    """Record a Label Studio project pushed before the store kept it (a system's legacy
+    state file): the project row and its tasks (unit key -> task id). Nothing is asked of
+    the server; a project or task already recorded is left as it is. Tasks recorded."""
+    k = get_kind(kind)
+    ids = scope.items(store, dict.fromkeys(tasks, ""), refresh=False)
+    if ls_project_row(store, server_url, scope.name, slot, cohort) is None:
+        try:
+            cfg: str | None = k.label_config(context)
+        except Exception:  # a config that needs what the legacy state lacks: no hash
+            cfg = None
+        _insert_ls_project(
+            store, server_url, scope, slot, cohort, k.name, ls_project_id, title, cfg
+        )
+    lt = tables.ls_tasks
+    with store.begin() as conn:
+        have = {
+            int(r.item_id)
+            for r in conn.execute(
+                select(lt.c.item_id).where(
+                    lt.c.ls_project_id == ls_project_id, lt.c.server_url == server_url
+                )
+            )
+        }
+        rows = [
+            {
+                "ls_project_id": ls_project_id,
+                "server_url": server_url,
+                "item_id": ids[key],
+                "ls_task_id": int(tid),
+                "shown": (shown or {}).get(key),
+                "created_at": now(),
+            }
+            for key, tid in tasks.items()
+            if ids[key] not in have
+        ]
+        if rows:
+            conn.execute(lt.insert(), rows)
+    return len(rows)

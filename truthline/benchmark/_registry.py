@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, is_dataclass
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,7 @@ import pandas as pd
 
 from truthline._registry import Registry
 from truthline.benchmark import _metrics as M
+from truthline.errors import TruthlineError
 from truthline.fields import Boolean, Number, SingleChoice
 from truthline.project import Project
 from truthline.stats import CI
@@ -88,6 +90,59 @@ RunMetricFn = Callable[[RunScored], dict[str, Any]]
 _METRICS: Registry[MetricFn] = Registry("benchmark metric")
 _RUN_METRICS: Registry[RunMetricFn] = Registry("benchmark metric across models")
 
+METRIC_ENTRY_POINTS = "truthline.metrics"
+"""Entry-point group of metrics defined outside this package (a paper system, a plug-in):
+``name = "module"`` (or ``"module:function"``); the module registers the name with
+``@metric`` when it is imported, which happens the first time a project or run names it."""
+
+
+def _plugin_metrics() -> dict[str, EntryPoint]:
+    """Metric names declared by installed plug-ins (nothing imported here)."""
+    global _PLUGINS
+    if _PLUGINS is None:
+        _PLUGINS = {}
+        for ep in entry_points(group=METRIC_ENTRY_POINTS):
+            _PLUGINS.setdefault(ep.name, ep)
+    return _PLUGINS
+
+
+_PLUGINS: dict[str, EntryPoint] | None = None
+
+
+def _loaded(name: str) -> bool:
+    return name in _METRICS.as_dict() or name in _RUN_METRICS.as_dict()
+
+
+def _ensure(name: str) -> bool:
+    """Import the plug-in that declares ``name`` if it is not registered yet; whether the
+    name is now known."""
+    if _loaded(name):
+        return True
+    ep = _plugin_metrics().get(name)
+    if ep is None:
+        return False
+    try:
+        ep.load()
+    except ImportError as exc:
+        raise TruthlineError(
+            f"benchmark metric {name!r}: its plug-in {ep.value!r} "
+            f"(entry point group {METRIC_ENTRY_POINTS!r}) cannot be imported: {exc}"
+        ) from exc
+    if not _loaded(name):
+        raise TruthlineError(
+            f"benchmark metric {name!r}: its plug-in {ep.value!r} was imported but registers "
+            "no metric of that name (decorate it with @metric(name))"
+        )
+    return True
+
+
+manifest_facts: Registry[Callable[[Project], dict[str, Any]]] = Registry(
+    "run-manifest fact", entry_point_group="truthline.run_manifest"
+)
+"""Frozen choices a system adds to the ``protocol`` part of a grounding run's manifest
+(name -> ``fn(project) -> {key: value}``), e.g. the version of a frozen rule baseline whose
+geometry the numbers depend on. Every registered fact is asked; keys keep registry order."""
+
 
 def metric(name: str, *, across: bool = False) -> Callable[[Any], Any]:
     """Register a benchmark metric under the name used in ``[benchmark] metrics``.
@@ -95,7 +150,7 @@ def metric(name: str, *, across: bool = False) -> Callable[[Any], Any]:
     one model's ``Scored``."""
 
     def deco(fn: Any) -> Any:
-        if name in _METRICS or name in _RUN_METRICS:
+        if _loaded(name):
             raise ValueError(f"benchmark metric {name!r} is registered twice")
         return (_RUN_METRICS if across else _METRICS).register(name)(fn)
 
@@ -103,21 +158,25 @@ def metric(name: str, *, across: bool = False) -> Callable[[Any], Any]:
 
 
 def registered_metrics() -> list[str]:
-    return sorted({*_METRICS, *_RUN_METRICS})
+    """Every metric name: built in, registered, or declared by a plug-in (not imported)."""
+    return sorted({*_METRICS, *_RUN_METRICS, *_plugin_metrics()})
 
 
 def across_names() -> list[str]:
-    """Registered metrics that compare the models of a run."""
+    """Registered metrics that compare the models of a run (plug-ins are imported to tell)."""
+    for name in _plugin_metrics():
+        _ensure(name)
     return sorted(_RUN_METRICS)
 
 
 def is_across(name: str) -> bool:
     """Whether ``name`` is a metric over all models of a run (not one model's)."""
+    _ensure(name)
     return name in _RUN_METRICS
 
 
 def _check_known(names: list[str]) -> None:
-    unknown = [n for n in names if n not in _METRICS and n not in _RUN_METRICS]
+    unknown = [n for n in names if not _ensure(n)]
     if unknown:
         raise KeyError(
             f"unknown benchmark metric(s) {', '.join(unknown)} "
@@ -371,8 +430,3 @@ def _f2(s: Scored) -> dict[str, Any]:
 @metric("drs")
 def _drs(s: Scored) -> dict[str, Any]:  # computed in compute_metrics from the others
     return compute_metrics(s, ["drs"])["drs"]
-
-
-# RealityBench conditional scoring registers "conditional", "acceptability_documentation_rank"
-# and "rendering_transfer" (it imports this module, so it loads last).
-from truthline.systems.realitybench import _conditional as _conditional  # noqa: E402

@@ -17,9 +17,9 @@ from typing import Any
 
 import pandas as pd
 
+from truthline._registry import Registry
 from truthline.audit._cifmt import design_note, with_design
 from truthline.benchmark._across import across_metrics
-from truthline.systems.realitybench._conditional import report_sections as _realitybench_sections
 from truthline.benchmark._results import compare_gold, leaderboard, paired_matrix
 from truthline.project import Project
 from truthline.report import CONTRAST, Figure, Paragraph, Report, Table, render_html
@@ -142,11 +142,25 @@ class ReportContext:
 SectionBuilder = Callable[[ReportContext], list[Section]]
 
 
-def _syndorbench_sections(ctx: ReportContext) -> list[Section]:
-    """SynDORBench tables: truthline.systems.syndorbench._tables (imported only when reporting)."""
-    from truthline.systems.syndorbench._tables import report_sections
+report_section: Registry[SectionBuilder] = Registry(
+    "benchmark report section", entry_point_group="truthline.report_sections"
+)
+"""Report sections other packages contribute (name -> a ``SectionBuilder``), e.g. a paper
+system's tables: each returns no sections when the runs are not its kind. They appear after
+the built-in per-model sections, in name order; a plug-in declares its builder in the
+entry-point group ``truthline.report_sections`` (imported when a report is built)."""
 
-    return report_sections(ctx)
+MetricSectionBuilder = Callable[[dict[str, Any], str], list[Section]]
+metric_section: Registry[MetricSectionBuilder] = Registry(
+    "benchmark metric section", entry_point_group="truthline.metric_sections"
+)
+"""How a metric across models that another package defines is shown: metric name ->
+``fn(result, run_id) -> sections`` (entry-point group ``truthline.metric_sections``)."""
+
+
+def _plugin_sections(ctx: ReportContext) -> list[Section]:
+    """The sections registered in ``report_section`` (plug-ins imported here)."""
+    return [s for _, build in report_section.items() for s in build(ctx)]
 
 
 def write_report(
@@ -389,8 +403,7 @@ SECTIONS: list[SectionBuilder] = [
     _four_way_sections,
     # add a section here: ``def _x_sections(ctx: ReportContext) -> list[Section]`` (empty
     # list when the runs have nothing for it), listed where it should appear in the report
-    _realitybench_sections,  # RealityBench per-environment tables (proof-of-work runs only)
-    _syndorbench_sections,  # SynDORBench tables (rendered DORI frames only)
+    _plugin_sections,  # registered sections: the paper systems' tables (their runs only)
     _across_run_sections,
     _paired_sections,
     _compare_gold_sections,
@@ -490,6 +503,8 @@ def _across_section(out: list[Section], name: str, r: dict[str, Any], rid: str) 
         out.append(Section(f"{_TITLES.get(name, name)} ({rid})", r["note"]))
         return
     build = _ACROSS_SECTIONS.get(name)
+    if build is None and name in metric_section:
+        build = metric_section.get(name)
     if build is not None:
         out.extend(build(r, rid))
 
@@ -630,17 +645,10 @@ _ACROSS_SECTIONS: dict[str, Callable[[dict[str, Any], str], list[Section]]] = {
     "rank_transfer": _rank_transfer_section,
     "paired_conditions": _paired_conditions_section,
     "open_similarity": _open_similarity_section,
-    "probe_protocol": lambda r, rid: _protocol_sections(r, rid),
 }
-"""How each metric across models is shown (metric name -> its sections); a metric without
-an entry is computed (``benchmark across --json``) but not shown."""
-
-
-def _protocol_sections(r: dict[str, Any], rid: str) -> list[Section]:
-    """The PhysAlign checklist (built in ``_protocol``, imported when shown)."""
-    from truthline.systems.physalign._protocol import protocol_sections
-
-    return protocol_sections(r, rid)
+"""How each built-in metric across models is shown (metric name -> its sections); other
+packages register theirs in ``metric_section``. A metric with neither is computed
+(``benchmark across --json``) but not shown."""
 
 
 def _pair_n(n: dict[str, int] | None, a: str, b: str) -> str | None:

@@ -21,7 +21,6 @@ from typing import Any
 from sqlalchemy import select
 
 from truthline import __version__
-from truthline.systems.physalign import _protocol  # noqa: F401  (registers probe_protocol)
 from truthline.benchmark._baselines import rule_error, support_of
 from truthline.benchmark._gold import Gold, GoldItem, load_gold
 from truthline.benchmark._scoring import answer_fields, leaf_of, score_answer
@@ -551,11 +550,14 @@ def _protocol_manifest(project: Project) -> dict[str, Any]:
     """The frozen probe-protocol choices a grounding benchmark's numbers depend on
     (PHYSALIGN.md §13 manifest): rule versions, normalization list, +GT admissibility,
     the reorder permutation, seed and resamples."""
-    from truthline.benchmark._baselines import NEAREST_RULE
+    from truthline.benchmark._registry import manifest_facts
 
     b = project.benchmark
+    facts: dict[str, Any] = {}
+    for _, fact in manifest_facts.items():  # e.g. a system's frozen rule version
+        facts.update(fact(project))
     return {
-        "nearest_rule": NEAREST_RULE,
+        **facts,
         "read_rules": list(b.read_rules),
         "given_as_truth": list(b.given_as_truth) or ([b.action_field] if b.action_field else []),
         "verified_provenance": list(VERIFIED),

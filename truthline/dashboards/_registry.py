@@ -1,21 +1,37 @@
-"""The page registry: a dashboard page is one decorated render function.
+"""The dashboards' registries: pages, and sections other packages add to a page.
 
 A new page (for a project-specific view, say) is one decorator away::
 
     @page("Drift", order=50)
     def drift(ctx: Context) -> None: ...
+
+A paper system adds tables to the Benchmark page without importing streamlit (only this
+package does): it registers ``fn(ctx, run_ids) -> list[truthline.report.Section]`` under a
+name in the entry-point group ``truthline.dashboard_sections`` (or with
+``@dashboard_section.register(name)``), returning no sections when the runs are not its
+kind; the page renders each section's paragraphs, tables and figures (``render_sections``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from truthline._registry import Registry
 
 if TYPE_CHECKING:
     from truthline.dashboards._context import Context
+    from truthline.report import Section
 
 Render = Callable[["Context"], None]
+SectionFn = Callable[[Any, Sequence[str]], "list[Section]"]
+
+dashboard_section: Registry[SectionFn] = Registry(
+    "dashboard section", entry_point_group="truthline.dashboard_sections"
+)
+"""Sections of the Benchmark page contributed by other packages (name -> ``fn(ctx,
+run_ids)``), shown after the built-in ones in name order."""
 
 
 @dataclass(frozen=True)
@@ -55,3 +71,8 @@ def get_page(url_path: str) -> Page:
     if url_path not in known:
         raise KeyError(f"no dashboard page {url_path!r} (have: {', '.join(known)})")
     return known[url_path]
+
+
+def benchmark_sections(ctx: Context, run_ids: Sequence[str]) -> list[Section]:
+    """Every registered dashboard section's sections for these runs (plug-ins load here)."""
+    return [s for _, fn in dashboard_section.items() for s in fn(ctx, list(run_ids))]

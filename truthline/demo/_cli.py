@@ -64,8 +64,10 @@ def demo(
     """
     from truthline.demo._loop import Demo, fresh_workspace
 
-    if scenes:
-        _scenes_demo(workspace_dir, fresh, model, seed, as_json)
+    if scenes:  # a demo another package registers (SynDORBench's, truthline.demos "scenes")
+        from truthline.demo._registry import demos
+
+        demos.get("scenes")(workspace_dir, fresh, model, seed, as_json)
         return
     root = Path(
         workspace_dir or os.environ.get("TRUTHLINE_DEMO_WORKSPACE") or "demo-workspace"
@@ -91,31 +93,3 @@ def demo(
     ).run()
     if as_json:
         print_json(result.as_dict())
-
-
-def _scenes_demo(
-    workspace_dir: Path | None, fresh: bool, model: list[str] | None, seed: int, as_json: bool
-) -> None:
-    """``demo --scenes``: SynDORBench on a small rendered grid (truthline.systems.syndorbench._demo)."""
-    import shutil
-
-    from truthline.systems.syndorbench._demo import run_scenes_demo
-
-    root = Path(workspace_dir or "demo-scenes-workspace").resolve()
-    if fresh and root.exists():
-        shutil.rmtree(root)
-    out = err_console if as_json else console
-    out.print(f"[bold]truthline demo --scenes[/] in {root} — annotators and models are SIMULATED")
-    result = run_scenes_demo(
-        Workspace.from_env(root), seed=seed, models=model, console=None if as_json else out
-    )
-    if as_json:
-        print_json(result.as_dict())
-        return
-    from truthline.systems.syndorbench._tables import tables_markdown
-
-    out.print(tables_markdown(result.tables))
-    out.print(
-        f"{result.frames} frames rendered in {result.render_seconds:.1f} s, {result.items} items; "
-        f"reports: {result.reports['syndorbench']} and {result.reports['benchmark']}"
-    )

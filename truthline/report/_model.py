@@ -34,7 +34,7 @@ class Table:
     """
 
     columns: list[str]
-    rows: list[list[str]]
+    rows: list[list[Any]]
     n: list[int | str | None]
     notes: list[str] = field(default_factory=list)
     metrics: list[str] = field(default_factory=list)
@@ -46,6 +46,16 @@ class Table:
         for name in self.metrics:
             term(name)  # unknown metric names fail here, not in a reader's hands
         self.notes = [x for x in self.notes if x]
+
+    @classmethod
+    def from_records(
+        cls, records: list[dict[str, Any]], *, n_column: str = "n", metrics: list[str] | None = None
+    ) -> Table:
+        """A table of plain row dicts (columns in first-seen order, values kept as given);
+        each row's n is its ``n_column`` value."""
+        cols = list(dict.fromkeys(k for r in records for k in r))
+        rows = [[r.get(c) for c in cols] for r in records]
+        return cls(cols, rows, [r.get(n_column) for r in records], [], metrics or [], n_column)
 
     def display(self) -> tuple[list[str], list[list[str]]]:
         """Header and cells as shown, the n column included."""

@@ -35,12 +35,17 @@ def env_cmd(
 @app.command("list")
 def list_cmd(as_json: JsonOpt = False) -> None:
     """The registered scene environments and their declared grids."""
-    from truthline.scenes import envs  # importing it registers the built-ins
+    from truthline.errors import TruthlineError
     from truthline.scenes._types import environment
 
     rows: list[dict[str, Any]] = []
-    for name in environment.names():
-        e = environment.get(name)
+    failed: dict[str, str] = {}
+    for name in environment.names():  # registered, or declared by an installed plug-in
+        try:
+            e = environment.get(name)
+        except TruthlineError as exc:  # one broken plug-in must not hide the others
+            failed[name] = str(exc)
+            continue
         grids = {g.name: g.size for g in getattr(e, "grids", {}).values()}
         rows.append({"env": name, "version": e.version, "grids": grids})
 
@@ -48,8 +53,8 @@ def list_cmd(as_json: JsonOpt = False) -> None:
         for r in rows:
             gs = ", ".join(f"{k} ({v} frames)" for k, v in r["grids"].items()) or "no grids"
             console.print(f"{r['env']} v{r['version']}: {gs}")
-        for mod, err in envs.failed.items():
-            err_console.print(f"[yellow]environment module {mod} failed to import: {err}[/]")
+        for err in failed.values():
+            err_console.print(f"[yellow]{err}[/]")
 
     emit(rows, as_json, render)
 

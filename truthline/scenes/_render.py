@@ -60,6 +60,8 @@ class Job:
             "op": "render",
             "job_id": self.job_id,
             "env": self.env,
+            # the worker has no entry points (it runs in the bpy venv): it imports this
+            "env_module": type(get_environment(self.env)).__module__,
             "params": self.params,
             "seed": self.seed,
             "render": self.render.to_dict(),

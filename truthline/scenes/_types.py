@@ -6,8 +6,9 @@ scenes and renders. Both sides speak these types, serialised as JSON.
 
 Adding an environment (what helper B and any plug-in does)
 ----------------------------------------------------------
-1. Create ``truthline/scenes/envs/<name>.py`` (or a plug-in module exposed through the entry
-   point group ``truthline.scenes.environments``). At module top import only the stdlib,
+1. Create a module in the system that owns it (``truthline/systems/<paper>/envs/<name>.py``,
+   or a third-party package) and declare it in the entry-point group
+   ``truthline.scenes.environments`` as ``<name> = "<module>:<Class>"``. At module top import only the stdlib,
    numpy, PIL, cv2 and ``truthline.scenes`` itself: the module is imported on the host *and*
    in the worker. ``import bpy`` only inside ``build``/``extract`` (worker side).
 2. Subclass :class:`BaseEnvironment`, set ``name`` and ``version`` (bump ``version`` when the
@@ -395,11 +396,9 @@ def register_environment(cls: E) -> E:
 
 
 def get_environment(name: str) -> Environment:
-    """The environment ``name``; the built-in ones (``truthline.scenes.envs``) load first."""
-    from truthline.scenes import envs
-
-    if name not in environment and name in envs.failed:
-        raise SceneError(f"scene environment {name!r} failed to import: {envs.failed[name]}")
+    """The environment ``name``: registered, or imported from the plug-in that declares it in
+    the entry-point group ``truthline.scenes.environments`` (the paper systems' environments
+    come this way)."""
     try:
         return environment.get(name)
     except SceneError:

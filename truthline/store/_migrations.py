@@ -36,10 +36,30 @@ def _v3(conn: Connection) -> None:
         conn.exec_driver_sql(f"ALTER TABLE responses ADD COLUMN prompt {kind}")
 
 
+def _v4(conn: Connection) -> None:
+    """Label Studio project kinds: systems' projects go through the loop's tables.
+
+    ``projects.scope`` marks a namespace of a system's Label Studio units (not a project),
+    ``ls_projects.kind`` names the kind that builds and reads a project, and
+    ``ls_tasks.shown`` / ``exposures.shown`` record what a task showed besides its data and
+    prediction (PhysAlign's pass 4 shows the earlier annotation, adjudication both answers)."""
+    for table, col in (
+        (t.projects, "scope"),
+        (t.ls_projects, "kind"),
+        (t.ls_tasks, "shown"),
+        (t.exposures, "shown"),
+    ):
+        cols = {c["name"] for c in inspect(conn).get_columns(table.name)}
+        if col not in cols:
+            kind = table.c[col].type.compile(dialect=conn.dialect)
+            conn.exec_driver_sql(f"ALTER TABLE {table.name} ADD COLUMN {col} {kind}")
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "initial schema: projects, items, responses, predictions, annotations, gold, runs", _v1),
     (2, "annotations.deleted_at: deletions in Label Studio kept as history", _v2),
     (3, "responses.prompt: the rendered prompt text as sent (per-sample logs)", _v3),
+    (4, "Label Studio project kinds: scope, kind and shown columns (PhysAlign state)", _v4),
 ]
 
 LATEST = MIGRATIONS[-1][0]

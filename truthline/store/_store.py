@@ -228,9 +228,14 @@ class Store:
                 conn.execute(t.projects.insert().values(name=project.name, created_at=ts, **values))
 
     def project_names(self) -> list[str]:
+        """Projects (a system's scopes of Label Studio units, ``projects.scope``, left out)."""
+        p = t.projects
         with self.begin() as conn:
             return [
-                r[0] for r in conn.execute(select(t.projects.c.name).order_by(t.projects.c.name))
+                r[0]
+                for r in conn.execute(
+                    select(p.c.name).where(p.c.scope.is_(None)).order_by(p.c.name)
+                )
             ]
 
     # -- items ------------------------------------------------------------------------

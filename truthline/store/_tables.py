@@ -46,6 +46,10 @@ projects = Table(
     Column("source_path", Text, nullable=False, default=""),
     _ts("created_at", nullable=False),
     _ts("updated_at", nullable=False),
+    # migration 4: set for a namespace of Label Studio units that no project definition
+    # describes (a system's own projects, e.g. PhysAlign's passes of one work folder:
+    # "physalign.passes"); NULL for a project. Project lists leave such scopes out.
+    Column("scope", String(100)),
 )
 
 items = Table(
@@ -193,6 +197,10 @@ exposures = Table(
     Column("prompt_hash", String(64)),
     Column("ls_project_id", Integer),
     _ts("created_at", nullable=False),
+    # migration 4: what else the task showed besides its data and any prediction, e.g. an
+    # earlier annotation ({"kind": "annotation", "source_id": ..., "annotator": ...}) or a
+    # private value ({"kind": "target"}); NULL or [] when nothing else was shown
+    Column("shown", JSON),
     UniqueConstraint("project", "item_id", "annotator", "arm", name="uq_exposures"),
 )
 
@@ -219,6 +227,9 @@ ls_projects = Table(
     Column("title", String(300), nullable=False),
     Column("label_config_hash", String(64)),
     _ts("created_at", nullable=False),
+    # migration 4: the Label Studio project kind (truthline.annotate.KINDS) that built its
+    # tasks and reads its annotations back; NULL: the loop's own "field-schema" kind
+    Column("kind", String(100)),
     UniqueConstraint("project", "arm", "cohort", "server_url", name="uq_ls_projects"),
 )
 
@@ -233,6 +244,9 @@ ls_tasks = Table(
     Column("prediction_id", Integer, ForeignKey("predictions.id")),
     Column("sample_weight", Float),
     _ts("created_at", nullable=False),
+    # migration 4: what the task shows besides its data and prediction (copied into the
+    # exposure of everyone who annotates it; see exposures.shown)
+    Column("shown", JSON),
     UniqueConstraint("server_url", "ls_project_id", "item_id", name="uq_ls_tasks"),
 )
 

@@ -20,7 +20,8 @@ from truthline.dashboards._context import Context
 from truthline.dashboards._frame import cached
 from truthline.dashboards._pages.samples import samples_link
 from truthline.dashboards._plots import ci_bars, ci_row, forest, heatmap
-from truthline.dashboards._registry import page
+from truthline.dashboards._registry import benchmark_sections, page
+from truthline.dashboards._sections import render_sections
 
 SAMPLE_LINKS = {
     "samples": "all answers",
@@ -399,9 +400,5 @@ def benchmark(ctx: Context) -> None:
     _gold_provenance(ctx, run_id)
     st.header("Across models")
     _across(ctx, run_id)
-    from truthline.systems.realitybench._conditional import dashboard_section  # RealityBench tables
-
-    dashboard_section(ctx, list(chosen))
-    from truthline.systems.syndorbench._tables import dashboard_section as syndor_section
-
-    syndor_section(ctx, list(chosen))  # SynDORBench tables (rendered DORI frames only)
+    # sections other packages register (the paper systems' tables; none for other runs)
+    render_sections(benchmark_sections(ctx, list(chosen)))

@@ -20,6 +20,10 @@ def _render(job: dict[str, Any]) -> dict[str, Any]:
 
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
+    if job.get("env_module"):  # registers the environment (no entry points in this venv)
+        import importlib
+
+        importlib.import_module(job["env_module"])
     env = get_environment(job["env"])
     settings = RenderSettings.from_dict(job["render"])
     params = job["params"]

@@ -19,7 +19,14 @@ import numpy as np
 from truthline.errors import TruthlineError
 from truthline.systems.physalign._records import write_jsonl
 from truthline.systems.physalign._render import render_scene
-from truthline.systems.physalign._scenes import DOMAINS, HEIGHT, WIDTH, Scene, build_scene, poly_bbox
+from truthline.systems.physalign._scenes import (
+    DOMAINS,
+    HEIGHT,
+    WIDTH,
+    Scene,
+    build_scene,
+    poly_bbox,
+)
 
 GENERATOR = "physalign-generator/1"
 ANNOTATIONS = "annotations.jsonl"

@@ -19,9 +19,9 @@ import numpy as np
 import pandas as pd
 
 from truthline.benchmark import _metrics as M
-from truthline.benchmark._baselines import NEAREST_RULE, nearest_region
 from truthline.benchmark._registry import RunScored, metric
 from truthline.models._prompt import typed_meta
+from truthline.systems.physalign._nearest import NEAREST_RULE, nearest_region
 
 T03_IMAGE = "T03-image"
 

@@ -712,28 +712,28 @@ def report_sections(ctx: Any) -> list[Any]:
     return secs
 
 
-def dashboard_section(ctx: Any, run_ids: Sequence[str]) -> None:
-    """The RealityBench tables on the dashboard's Benchmark page (nothing unless the runs
-    carry acceptability verdicts)."""
-    import streamlit as st
-
+def dashboard_sections(ctx: Any, run_ids: Sequence[str]) -> list[Any]:
+    """The RealityBench tables on the dashboard's Benchmark page, as report sections (entry
+    point ``truthline.dashboard_sections``); none unless the runs carry acceptability
+    verdicts."""
     from truthline.benchmark import load_run
+    from truthline.report import Paragraph, Section, Table
 
     if "conditional" not in ctx.project.benchmark.metrics:
-        return  # not a RealityBench-style project: no run is loaded
+        return []  # not a RealityBench-style project: no run is loaded
     parts = [load_run(ctx.store, rid, ctx.project).decisions for rid in run_ids]
     parts = [p for p in parts if is_pow(p)]
     if not parts:
-        return
+        return []
     t = pow_tables(ctx.project, pd.concat(parts, ignore_index=True), M.Resampling(500, 0))
-    st.header("RealityBench")
-    st.caption(
+    caption = (
         "Documentation on scorer-accepted frames; false accepts on the rest (95 % bootstrap CIs)."
     )
+    out = [Section("RealityBench", [Paragraph(caption)])]
     for key, title in (
         ("overall", "Overall"),
         ("by_environment", "Per environment"),
         ("by_field", "Per documentation field"),
     ):
-        st.subheader(title)
-        st.dataframe(pd.DataFrame(t[key]), hide_index=True)
+        out.append(Section(title, [Table.from_records(t[key])], level=3))
+    return out

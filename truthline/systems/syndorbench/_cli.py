@@ -81,8 +81,8 @@ def simulate_labels_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """SIMULATED annotators label the sample (demos and tests only; never for a study)."""
-    from truthline.systems.syndorbench import _syndor as sd
     from truthline.systems.syndorbench import _sim as sim
+    from truthline.systems.syndorbench import _syndor as sd
 
     ws = workspace(ctx)
     items = sd.load_items(sd.items_dir(ws) / "items.parquet")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from truthline.workspace import Workspace
@@ -57,11 +58,11 @@ def run_scenes_demo(
     """Run the SynDORBench loop in ``ws`` (reruns skip finished frames and runs)."""
     from truthline.benchmark import RunConfig, load_run, run_benchmark, write_report
     from truthline.scenes import RenderSettings, get_environment
-    from truthline.systems.syndorbench import _discern as dis
-    from truthline.systems.syndorbench import _syndor as sd
-    from truthline.systems.syndorbench import _sim as sim
-    from truthline.systems.syndorbench import _tables as tb
     from truthline.scenes._render import render
+    from truthline.systems.syndorbench import _discern as dis
+    from truthline.systems.syndorbench import _sim as sim
+    from truthline.systems.syndorbench import _syndor as sd
+    from truthline.systems.syndorbench import _tables as tb
 
     def say(msg: str) -> None:
         if console is not None:
@@ -182,3 +183,32 @@ Chosen: **{model.name}**; its labels carry provenance `model-propagated`, people
 {tables_markdown(tables)}
 {"" if has_embed else "Open action answers were not scored: install the embed extra."}
 """
+
+
+def demo_command(
+    workspace_dir: Path | None, fresh: bool, model: list[str] | None, seed: int, as_json: bool
+) -> None:
+    """``truthline demo --scenes`` (entry point ``truthline.demos``): SynDORBench on a small
+    rendered grid, printed as the paper's tables (or ``--json``)."""
+    import shutil
+
+    from truthline._cli_common import console, err_console, print_json
+
+    root = Path(workspace_dir or "demo-scenes-workspace").resolve()
+    if fresh and root.exists():
+        shutil.rmtree(root)
+    out = err_console if as_json else console
+    out.print(f"[bold]truthline demo --scenes[/] in {root} — annotators and models are SIMULATED")
+    result = run_scenes_demo(
+        Workspace.from_env(root), seed=seed, models=model, console=None if as_json else out
+    )
+    if as_json:
+        print_json(result.as_dict())
+        return
+    from truthline.systems.syndorbench._tables import tables_markdown
+
+    out.print(tables_markdown(result.tables))
+    out.print(
+        f"{result.frames} frames rendered in {result.render_seconds:.1f} s, {result.items} items; "
+        f"reports: {result.reports['syndorbench']} and {result.reports['benchmark']}"
+    )

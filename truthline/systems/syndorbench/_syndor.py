@@ -37,8 +37,7 @@ import pandas as pd
 
 from truthline.errors import TruthlineError
 from truthline.scenes import _isp
-from truthline.systems.syndorbench import _discern
-from truthline.systems.syndorbench import _features
+from truthline.systems.syndorbench import _discern, _features
 
 __all__ = [
     "CONDITIONS",

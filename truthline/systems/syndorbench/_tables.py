@@ -15,7 +15,7 @@ from truthline.systems.syndorbench._syndor import CONDITIONS, as_float
 
 __all__ = [
     "THRESHOLD",
-    "dashboard_section",
+    "dashboard_sections",
     "is_syndor_project",
     "plot_by_condition",
     "report_sections",
@@ -328,35 +328,39 @@ def report_sections(ctx: Any) -> list[Any]:
     return out
 
 
-def dashboard_section(ctx: Any, run_ids: Sequence[str]) -> None:
-    """The SynDORBench tables on the dashboard's Benchmark page (nothing unless the runs'
-    items are rendered DORI frames)."""
+def dashboard_sections(ctx: Any, run_ids: Sequence[str]) -> list[Any]:
+    """The SynDORBench tables on the dashboard's Benchmark page, as report sections (entry
+    point ``truthline.dashboard_sections``); none unless the runs' items are rendered DORI
+    frames."""
     if not is_syndor_project(ctx.project):
-        return
+        return []
     import tempfile
 
-    import streamlit as st
-
     from truthline.benchmark import load_run
+    from truthline.report import Figure, Paragraph, Table
+    from truthline.report import Section as Sec
 
     parts = [load_run(ctx.store, rid, ctx.project).decisions for rid in run_ids]
     parts = [p for p in parts if _is_syndor(p)]
     if not parts:
-        return
+        return []
     t = syndor_tables(pd.concat(parts, ignore_index=True), action=False)
     rows = table_rows(t)
     thr = f"{100 * t['threshold_value']:.0f}%"
-    st.header("SynDORBench")
-    st.caption(
+    with tempfile.TemporaryDirectory() as tmp:
+        fig = plot_by_condition(t, Path(tmp) / "syndorbench.png")
+    caption = (
         "Presence accuracy / macro-F1 (%) per DORI distance and per lighting condition × "
         "distance; presence gold = in frame AND discernible (human or model-propagated)."
     )
-    with tempfile.TemporaryDirectory() as tmp:
-        fig = plot_by_condition(t, Path(tmp) / "syndorbench.png")
-    st.image(fig.data, caption=f"accuracy vs distance; dashed: the {thr} operational threshold")
-    st.subheader("By distance")
-    st.dataframe(pd.DataFrame(rows["by_distance"]), hide_index=True)
-    st.subheader("By lighting condition × distance")
-    st.dataframe(pd.DataFrame(rows["by_condition"]), hide_index=True)
-    st.subheader(f"{thr} operational threshold")
-    st.dataframe(pd.DataFrame(rows["threshold"]), hide_index=True)
+    plot = Figure(
+        f"accuracy vs distance; dashed: the {thr} operational threshold", fig.data, fig.mime
+    )
+    return [
+        Sec("SynDORBench", [Paragraph(caption), plot]),
+        Sec("By distance", [Table.from_records(rows["by_distance"])], level=3),
+        Sec(
+            "By lighting condition × distance", [Table.from_records(rows["by_condition"])], level=3
+        ),
+        Sec(f"{thr} operational threshold", [Table.from_records(rows["threshold"])], level=3),
+    ]

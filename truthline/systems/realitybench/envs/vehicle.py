@@ -34,7 +34,15 @@ from truthline.systems.realitybench.envs._car import (
     face_rect,
     panels,
 )
-from truthline.systems.realitybench.envs._common import PlanarEnv, Plane, bpy_material, bpy_quad, plane, q, u
+from truthline.systems.realitybench.envs._common import (
+    PlanarEnv,
+    Plane,
+    bpy_material,
+    bpy_quad,
+    plane,
+    q,
+    u,
+)
 
 VISIBLE_MIN_SHARE = 0.2
 FACING_MAX_DEG = 80.0

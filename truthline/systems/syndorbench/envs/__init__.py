@@ -1,0 +1,1 @@
+"""SynDORBench's scene environment ``dori`` (declared in ``truthline.scenes.environments``)."""
