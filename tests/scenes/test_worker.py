@@ -210,29 +210,37 @@ def test_view_transform_is_standard_unless_asked(worker):
 
 
 def test_every_environment_module_imports_in_the_scenes_venv(scenes_env, tmp_path):
-    """Environment modules are imported by the worker too: only stdlib/numpy/PIL/cv2 (and
+    """Environment modules are imported by the worker too (by the module name each render job
+    carries: the bpy venv has no entry points): only stdlib/numpy/PIL/cv2 (and
     truthline.scenes) at top level, nothing from the host's venv."""
     import subprocess
+    from importlib.metadata import entry_points
     from pathlib import Path
 
     from truthline.scenes import env as scenes_env_mod
 
+    declared = {ep.name: ep.module for ep in entry_points(group="truthline.scenes.environments")}
+    assert {"dori", "tape_gap", "plate", "vehicle_face", "damage_view"} <= set(declared)
     pkg = Path(__file__).resolve().parents[2] / "truthline"
     (tmp_path / "truthline").symlink_to(pkg)
     code = (
-        "import json; from truthline.scenes import envs, environment; "
-        "print(json.dumps({'failed': envs.failed, 'names': environment.names()}))"
+        "import importlib, json, sys; from truthline.scenes import environment\n"
+        "failed = {}\n"
+        "for m in sorted(set(sys.argv[1:])):\n"
+        "    try: importlib.import_module(m)\n"
+        "    except Exception as e: failed[m] = repr(e)\n"
+        "print(json.dumps({'failed': failed, 'names': sorted(environment.as_dict())}))"
     )
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     env.update(PYTHONPATH=str(tmp_path), PYTHONNOUSERSITE="1")
-    out = subprocess.run([str(scenes_env_mod.python_exe()), "-c", code], capture_output=True,
-                         text=True, env=env, cwd=tmp_path)  # fmt: skip
+    out = subprocess.run([str(scenes_env_mod.python_exe()), "-c", code, *declared.values()],
+                         capture_output=True, text=True, env=env, cwd=tmp_path)  # fmt: skip
     assert out.returncode == 0, out.stderr[-2000:]
     import json
 
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["failed"] == {}, got["failed"]
-    assert "dori" in got["names"]
+    assert got["names"] == sorted(declared)
 
 
 def test_scenes_venv_ensure_is_a_no_op_when_ready(scenes_env):
