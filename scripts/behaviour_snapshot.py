@@ -31,8 +31,16 @@ truthline ``entry_points.txt`` before and after the capture: entry points come f
 installed dist-info, not from ``--src``), ``_raw/`` (stdout before normalization) and ``_logs/``
 (stderr of every command).
 
-What is normalized: only what differs between two captures of the same tree, listed in
-``NORMALIZE`` below (found by capturing /work/base twice). Everything else is byte for byte.
+What is normalized: only what differed between two captures of the same tree (/work/base
+twice), in the one table ``NORMALIZE`` below; everything else is byte for byte:
+
+* the sequence's temp workspace folder -> ``<WS>`` (a fresh mkdtemp per run);
+* ``127.0.0.1:<the Label Studio port of this run>`` -> ``127.0.0.1:<LS_PORT>`` (a free port);
+* the values of ``"export_seconds"`` and ``"render_seconds"`` -> ``"<SECONDS>"`` (durations);
+* an ISO-8601 value of ``"created_at"`` -> ``"<TIMESTAMP>"`` (the demo release's creation time).
+
+Label Studio project / task ids, gold hashes, run ids, metrics and every count were identical
+across runs and are compared as they are. ``gold-snapshots.json`` goes through the same table.
 
 Stdlib only. Servers started here are stopped in ``finally`` blocks (``truthline annotate
 stop`` for the demo's own Label Studio; the server's ``stop()`` for PhysAlign's).
@@ -63,8 +71,9 @@ SEQUENCES = ("demo", "scenes", "physalign")
 # -- normalization -----------------------------------------------------------------------
 @dataclass(frozen=True)
 class Rule:
-    """One normalization: ``pattern`` (a regex; ``{name}`` fields are filled with the run's
-    regex-escaped values first) becomes ``repl``."""
+    """One normalization: ``pattern`` (a regex; ``{name}`` fields, lower-case letters only so
+    that ``{4}`` stays a quantifier, are filled with the run's regex-escaped values first)
+    becomes ``repl``."""
 
     name: str
     pattern: str
@@ -72,22 +81,38 @@ class Rule:
     why: str
 
 
-# THE table of what may differ between two runs of the same code. Applied in order to every
-# captured stdout before it is written; nothing else is touched. Run values: ``ws`` = this
-# sequence's fresh temp folder, ``src`` = the --src tree, ``ls_port`` / ``media_port`` = the
-# free ports picked for this run (``ls_port`` is the PhysAlign server's or the demo's own).
+# THE table of what may differ between two runs of the same code, found by capturing
+# /work/base twice and diffing (nothing else differed). Applied in order to every captured
+# stdout before it is written; nothing else is touched. ``{ws}`` is this sequence's fresh temp
+# folder and ``{ls_port}`` the free port its Label Studio got (both regex-escaped); the other
+# rules need no run value and match only the one JSON key each names.
 NORMALIZE: tuple[Rule, ...] = (
-    Rule("workspace", r"{ws}", "<WS>", "every sequence runs in a fresh mkdtemp folder"),
-    Rule("source tree", r"{src}", "<SRC>", "base and main live in different folders"),
-    Rule("ls port", r"127\.0\.0\.1:{ls_port}\b", "127.0.0.1:<LS_PORT>", "a free port per run"),
-    Rule("media port", r"127\.0\.0\.1:{media_port}\b", "127.0.0.1:<MEDIA_PORT>", "ditto"),
+    Rule("workspace", r"{ws}", "<WS>", "each sequence runs in a fresh mkdtemp folder"),
+    Rule(
+        "Label Studio port",
+        r"127\.0\.0\.1:{ls_port}\b",
+        "127.0.0.1:<LS_PORT>",
+        "a free port per run (demo label_studio.url, project_url of every push)",
+    ),
+    Rule(
+        "wall-clock seconds",
+        r'"(export_seconds|render_seconds)": -?[0-9][0-9.eE+-]*',
+        r'"\1": "<SECONDS>"',
+        "durations: demo pull's export_seconds, demo --scenes' render_seconds",
+    ),
+    Rule(
+        "creation time",
+        r'"created_at": "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+(Z|[+-][0-9:]+)?"',
+        '"created_at": "<TIMESTAMP>"',
+        "the demo's export_summary.created_at (the release's creation time)",
+    ),
 )
 
 
 def normalize(text: str, values: dict[str, str]) -> str:
     """Apply ``NORMALIZE`` with this run's values (rules whose value is unset are skipped)."""
     for rule in NORMALIZE:
-        needed = re.findall(r"{(\w+)}", rule.pattern)
+        needed = re.findall(r"\{([a-z_]+)\}", rule.pattern)
         if any(not values.get(n) for n in needed):
             continue
         pat = rule.pattern
@@ -305,7 +330,7 @@ def run_demo(r: Runner) -> None:
     """``truthline demo --json`` (size small) on its own Label Studio, seeded as the tests do."""
     root = r.ws / "ws"
     port, media = free_ports(2)
-    r.values |= {"ls_port": str(port), "media_port": str(media)}
+    r.values["ls_port"] = str(port)  # the media port is in no stdout
     r.py(SEED_DEMO, str(root))
     try:
         # fmt: off
@@ -430,7 +455,12 @@ def capture(src: Path, out: Path, only: list[str], python: str) -> int:
             error = f"{type(exc).__name__}: {exc}"
         secs = round(time.monotonic() - t0, 1)
         problem = error or r.failed
-        meta["sequences"][seq] = {"seconds": secs, "commands": r.n, "failed": problem or None}
+        meta["sequences"][seq] = {
+            "seconds": secs,
+            "commands": r.n,
+            "failed": problem or None,
+            "values": r.values,
+        }
         print(f"{seq}: {'FAILED ' + problem if problem else 'ok'} ({secs} s)", flush=True)
         if problem:
             rc = 1

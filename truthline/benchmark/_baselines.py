@@ -25,7 +25,9 @@ from truthline.benchmark._scoring import leaf_of
 from truthline.errors import TruthlineError
 
 RuleFn = Callable[[Any, dict[str, Any]], dict[str, Any]]
-_RULES: Registry[RuleFn] = Registry("rule")
+_RULES: Registry[RuleFn] = Registry("rule", entry_point_group="truthline.rules")
+"""Rule baselines by name: the built-ins below, a project's rules.py, and plug-ins declared
+in the entry-point group ``truthline.rules`` (``name = "module:function"``)."""
 
 
 _PROJECT_MODULE = "truthline_project_rules_"
