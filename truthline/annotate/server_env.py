@@ -2,9 +2,12 @@
 
 Label Studio 1.23.2 pins Django 5.2 and ``label-studio-sdk==2.1.2``; it lives in its own venv
 (``$XDG_CACHE_HOME/truthline/ls-1.23.2``, ``~/.cache`` when ``XDG_CACHE_HOME`` is unset, unless
-``TRUTHLINE_LS_VENV`` says otherwise), created on
-first use (~3.5 min, ~1 GB). A fresh data dir needs ~400 migrations (~2 min); tests copy a
-template migrated once (``TRUTHLINE_LS_TEMPLATE``, default beside the venv) and start in ~13 s.
+``TRUTHLINE_LS_VENV`` says otherwise), a sidecar venv (``truthline._venv``: created on first use
+under a lock, built beside and renamed into place, rebuilt when its pins change; ~3.5 min,
+~1 GB). The server runs as ``<venv>/bin/python -m label_studio.server`` (``label_studio_command``),
+never through a console script's shebang. A fresh data dir needs ~400 migrations (~2 min);
+tests copy a template migrated once (``TRUTHLINE_LS_TEMPLATE``, default beside the venv) and
+start in ~13 s.
 
 ``python -m truthline.annotate.server_env --ensure`` creates both (CI calls it once).
 """
@@ -14,27 +17,44 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import sys
-import venv as _venv
 from pathlib import Path
 
+from truthline._venv import Sidecar, cache_dir, file_lock
 from truthline.errors import TruthlineError
+
+__all__ = [
+    "LS_VERSION",
+    "SPEC",
+    "cache_dir",
+    "copy_template",
+    "ensure_template",
+    "ensure_venv",
+    "installed",
+    "label_studio_command",
+    "main",
+    "python_exe",
+    "template_dir",
+    "venv_dir",
+]
 
 LS_VERSION = "1.23.2"
 
-
-def cache_dir() -> Path:
-    """truthline's cache folder: ``$XDG_CACHE_HOME/truthline`` (XDG base-directory spec), else
-    ``~/.cache/truthline``; read at call time so a changed environment is honoured."""
-    xdg = os.environ.get("XDG_CACHE_HOME", "")
-    # the spec says a relative path is invalid and must be ignored
-    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
-    return base / "truthline"
+SPEC = Sidecar(
+    name=f"ls-{LS_VERSION}",
+    title="Label Studio's environment",
+    requirements=(f"label-studio=={LS_VERSION}",),
+    env_var="TRUTHLINE_LS_VENV",
+    fix="python -m truthline.annotate.server_env --ensure",
+    probe="import label_studio; print(label_studio.__version__)",
+    expect=LS_VERSION,
+    size="~1 GB, a few minutes",
+    error=TruthlineError,
+)
 
 
 def venv_dir() -> Path:
-    return Path(os.environ.get("TRUTHLINE_LS_VENV") or cache_dir() / f"ls-{LS_VERSION}")
+    return SPEC.path()
 
 
 def template_dir() -> Path:
@@ -43,52 +63,49 @@ def template_dir() -> Path:
     )
 
 
-def _installed(venv: Path) -> bool:
-    exe = venv / "bin" / "label-studio"
-    if not exe.exists():
-        return False
-    out = subprocess.run(
-        [
-            str(venv / "bin" / "python"),
-            "-c",
-            "import label_studio; print(label_studio.__version__)",
-        ],
-        capture_output=True,
-        text=True,
-    )
-    return out.returncode == 0 and out.stdout.strip() == LS_VERSION
+def python_exe(venv: Path | None = None) -> Path:
+    return SPEC.python_exe(venv)
+
+
+def label_studio_command(venv: Path | None = None) -> list[str]:
+    """``label-studio`` as ``<venv>/bin/python -m label_studio.server`` (what the console
+    script runs, without depending on the path in its shebang)."""
+    return SPEC.command("label_studio.server", venv=venv)
+
+
+def installed(venv: Path | None = None) -> bool:
+    """True when the venv is ready (its marker names these pins, or it imports label-studio
+    1.23.2 and was made before markers existed)."""
+    return SPEC.ready(venv)
 
 
 def ensure_venv(venv: Path | None = None, *, progress: bool = True) -> Path:
     """Return Label Studio's venv, creating it (``pip install label-studio==1.23.2``) if needed."""
-    venv = venv or venv_dir()
-    if _installed(venv):
-        return venv
-    from rich.console import Console
-
-    Console(stderr=True).print(
-        f"creating Label Studio's own environment in {venv} "
-        f"(label-studio=={LS_VERSION}, ~1 GB, a few minutes; done once)"
-    )
-    _venv.EnvBuilder(with_pip=True, clear=venv.exists()).create(venv)
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check"]
-    cmd = [*pip, f"label-studio=={LS_VERSION}"]
-    res = subprocess.run(cmd, stdout=None if progress else subprocess.DEVNULL)
-    if res.returncode != 0 or not _installed(venv):
-        raise TruthlineError(
-            f"installing label-studio=={LS_VERSION} into {venv} failed; "
-            f"retry, or set TRUTHLINE_LS_VENV to a venv that has it"
-        )
-    return venv
+    return SPEC.ensure(venv, progress=progress)
 
 
 def ensure_template(*, progress: bool = True) -> Path:
-    """A migrated Label Studio data dir (with its admin credentials) that tests copy."""
+    """A migrated Label Studio data dir (with its admin credentials) that tests copy; made
+    once, under a lock (``<template>.lock``), renamed into place when migrated."""
+    tdir = template_dir()
+    if _template_ready(tdir):
+        return tdir
+    with file_lock(tdir, waiting="waiting for another process that migrates the template"):
+        if not _template_ready(tdir):  # built meanwhile by the process we waited for
+            _build_template(tdir, progress=progress)
+    return tdir
+
+
+def _template_ready(tdir: Path) -> bool:
+    from truthline.annotate._server import CREDENTIALS_NAME
+
+    return (tdir / "label_studio.sqlite3").is_file() and (tdir / CREDENTIALS_NAME).is_file()
+
+
+def _build_template(tdir: Path, *, progress: bool) -> None:
+    """Migrate a fresh data dir in ``<template>.partial`` and rename it into place."""
     from truthline.annotate._server import CREDENTIALS_NAME, Credentials, LocalServer, free_port
 
-    tdir = template_dir()
-    if (tdir / "label_studio.sqlite3").is_file() and (tdir / CREDENTIALS_NAME).is_file():
-        return tdir
     work = tdir.with_name(tdir.name + ".partial")
     shutil.rmtree(work, ignore_errors=True)
     server = LocalServer(work, port=free_port())
@@ -102,7 +119,6 @@ def ensure_template(*, progress: bool = True) -> Path:
     creds.save(work / CREDENTIALS_NAME)
     shutil.rmtree(tdir, ignore_errors=True)
     work.rename(tdir)
-    return tdir
 
 
 def copy_template(dest: Path) -> Path:
