@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.annotate.conftest import LS, start_copy
+from truthline.store import Store
 from truthline.systems.physalign import generate
 
 
@@ -59,3 +60,14 @@ def ls(tmp_path_factory: pytest.TempPathFactory):
 def users_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The SIMULATED annotators' passwords for the session's server (one file, like a workspace's)."""
     return tmp_path_factory.mktemp("secrets") / "label_studio_users.json"
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    """A fresh store (a workspace's): it records the Label Studio projects, tasks,
+    annotations and exposures of the passes and the verification."""
+    s = Store(f"sqlite:///{tmp_path / 'truthline.db'}")
+    try:
+        yield s
+    finally:
+        s.close()

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from truthline.store import Store, tables
 from truthline.systems.physalign import compile_release, read_jsonl
-from truthline.systems.physalign._ls import label_config
+from truthline.systems.physalign._ls import label_config, passes_scope, pushed_tasks
 from truthline.systems.physalign._passes import (
     DRAFT,
     PULLED,
@@ -58,37 +59,43 @@ def test_results_round_trip_without_a_server(generated: Path):
         assert obs(back) == obs(rec)
 
 
+def _tasks(store: Store, admin, work: Path, stage: str) -> dict[str, int]:
+    got = pushed_tasks(store, admin, passes_scope(work), stage)
+    assert got is not None
+    return got[1]
+
+
 def test_passes_through_label_studio_compile_to_the_truth(
-    ls, gen_copy: Path, tmp_path: Path, users_file: Path
+    ls, gen_copy: Path, tmp_path: Path, users_file: Path, store: Store
 ):
     admin = ls.admin()
     config = label_config("observational_passes_1_4")
     assert "resistance" in config and "entity_object_outline" in config
-    rep = push_passes(admin, gen_copy, "observe")
+    rep = push_passes(store, admin, gen_copy, "observe")
     assert rep["created"] == 12
     # the observe tasks carry the diagram and the text, never the question or an answer
-    task = admin.get(
-        f"/api/tasks/{next(iter(json.loads((gen_copy / 'label_studio.json').read_text())[admin.url]['observe']['tasks'].values()))}"
-    )
+    task = admin.get(f"/api/tasks/{next(iter(_tasks(store, admin, gen_copy, 'observe').values()))}")
     assert set(task["data"]) == {"item_id", "problem_text", "image"}
-    assert push_passes(admin, gen_copy, "observe")["created"] == 0  # idempotent
+    assert push_passes(store, admin, gen_copy, "observe")["created"] == 0  # idempotent
     secrets = users_file
-    sim = simulate_passes(admin, gen_copy, "observe", [SIM_ANNOTATOR], secrets)
+    sim = simulate_passes(store, admin, gen_copy, "observe", [SIM_ANNOTATOR], secrets)
     assert sim == {
         "stage": "observe",
         "posted": 12,
         "simulated": True,
         "annotators": [SIM_ANNOTATOR],
     }
-    assert simulate_passes(admin, gen_copy, "observe", [SIM_ANNOTATOR], secrets)["posted"] == 0
-    out = pull_passes(admin, gen_copy)
+    assert (
+        simulate_passes(store, admin, gen_copy, "observe", [SIM_ANNOTATOR], secrets)["posted"] == 0
+    )
+    out = pull_passes(store, admin, gen_copy)
     assert out["observe"]["annotated"] == 12 and "review" not in out
     drafts = read_jsonl(gen_copy / DRAFT)
     assert {d["annotated_by"] for d in drafts} == {SIM_ANNOTATOR}
 
-    assert push_passes(admin, gen_copy, "review")["created"] == 12
-    simulate_passes(admin, gen_copy, "review", [SIM_REVIEWER], secrets, drop_every=0)
-    out = pull_passes(admin, gen_copy)
+    assert push_passes(store, admin, gen_copy, "review")["created"] == 12
+    simulate_passes(store, admin, gen_copy, "review", [SIM_REVIEWER], secrets, drop_every=0)
+    out = pull_passes(store, admin, gen_copy)
     assert out["review"]["reviewed"] == 12 and out["review"]["disputed"] == 0
     pulled = read_jsonl(gen_copy / PULLED)
     o = pulled[0]["pass4"]["observations"][0]
@@ -101,16 +108,16 @@ def test_passes_through_label_studio_compile_to_the_truth(
 
 
 def test_reviewer_deletions_are_disputed_and_not_compiled(
-    ls, gen_copy: Path, tmp_path: Path, users_file: Path
+    ls, gen_copy: Path, tmp_path: Path, users_file: Path, store: Store
 ):
     admin = ls.admin()
     secrets = users_file
-    push_passes(admin, gen_copy, "observe")
-    simulate_passes(admin, gen_copy, "observe", [SIM_ANNOTATOR], secrets)
-    pull_passes(admin, gen_copy)
-    push_passes(admin, gen_copy, "review")
-    simulate_passes(admin, gen_copy, "review", [SIM_REVIEWER], secrets, drop_every=4)
-    out = pull_passes(admin, gen_copy)
+    push_passes(store, admin, gen_copy, "observe")
+    simulate_passes(store, admin, gen_copy, "observe", [SIM_ANNOTATOR], secrets)
+    pull_passes(store, admin, gen_copy)
+    push_passes(store, admin, gen_copy, "review")
+    simulate_passes(store, admin, gen_copy, "review", [SIM_REVIEWER], secrets, drop_every=4)
+    out = pull_passes(store, admin, gen_copy)
     n_obs = sum(len(r["pass4"]["observations"]) for r in read_jsonl(gen_copy / "annotations.jsonl"))
     assert out["review"]["disputed"] > 0
     assert out["review"]["verified"] + out["review"]["disputed"] == n_obs
@@ -119,19 +126,19 @@ def test_reviewer_deletions_are_disputed_and_not_compiled(
     assert info["skipped"] == out["review"]["disputed"]
 
 
-def test_push_recovers_tasks_the_server_stored_before_they_were_recorded(ls, small_copy: Path):
-    """A push interrupted after Label Studio stored the tasks but before the state file got
+def test_push_recovers_tasks_the_server_stored_before_they_were_recorded(
+    ls, small_copy: Path, store: Store
+):
+    """A push interrupted after Label Studio stored the tasks but before the store recorded
     their ids neither duplicates nor loses them on the rerun."""
     admin = ls.admin()
-    first = push_passes(admin, small_copy, "observe")
+    first = push_passes(store, admin, small_copy, "observe")
     assert first["created"] == 4
-    state_file = small_copy / "label_studio.json"
-    state = json.loads(state_file.read_text())
-    ids = dict(state[admin.url]["observe"]["tasks"])
-    state[admin.url]["observe"]["tasks"] = {}
-    state_file.write_text(json.dumps(state))
-    again = push_passes(admin, small_copy, "observe")
-    assert (again["created"], again["recovered"]) == (0, 4)
-    assert json.loads(state_file.read_text())[admin.url]["observe"]["tasks"] == ids
-    pid = state[admin.url]["observe"]["ls_project_id"]
-    assert len(admin.tasks_by_item(pid)) == 4
+    ids = _tasks(store, admin, small_copy, "observe")
+    lt = tables.ls_tasks
+    with store.begin() as conn:  # as if the push died before recording its batch
+        conn.execute(lt.delete().where(lt.c.ls_project_id == first["ls_project_id"]))
+    again = push_passes(store, admin, small_copy, "observe")
+    assert (again["created"], again["recovered"], again["existing"]) == (0, 4, 4)
+    assert _tasks(store, admin, small_copy, "observe") == ids
+    assert len(admin.tasks_by_item(first["ls_project_id"])) == 4

@@ -8,9 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
 
 from truthline.errors import TruthlineError
+from truthline.store import Store, tables
 from truthline.systems.physalign import compile_release, read_jsonl
+from truthline.systems.physalign._ls import pushed_tasks, release_scope
 from truthline.systems.physalign._verify import (
     REVIEW,
     decide_blind,
@@ -77,21 +80,55 @@ def release(small_copy: Path) -> Path:
     return small_copy / "release"
 
 
-def test_blind_verification_and_adjudication(ls, release: Path, users_file: Path):
+def _tasks(store: Store, admin, release: Path, slot: str, cohort: str = "") -> dict[str, int]:
+    got = pushed_tasks(store, admin, release_scope(release), slot, cohort)
+    assert got is not None
+    return got[1]
+
+
+def _check_exposures(store: Store, release: Path, n_probes: int, n_adj: int) -> None:
+    """Every reviewer saw their own blind project's probes and nothing else; the adjudicator
+    saw both blind answers (by their store source ids), the target and the observation."""
+    scope = release_scope(release).name
+    e, a = tables.exposures, tables.annotations
+    with store.begin() as conn:
+        exps = conn.execute(select(e).where(e.c.project == scope)).all()
+        verify_sids = {
+            r.source_id: r.annotator
+            for r in conn.execute(
+                select(a.c.source_id, a.c.annotator).where(
+                    a.c.project == scope, a.c.arm == "verify"
+                )
+            )
+        }
+    blind = [x for x in exps if x.arm == "verify"]
+    assert sorted({x.annotator for x in blind}) == REVIEWERS
+    assert len(blind) == 2 * n_probes and all(
+        not x.shown and x.prediction_id is None for x in blind
+    )
+    adj = [x for x in exps if x.arm == "adjudicate"]
+    assert len(adj) == n_adj and {x.annotator for x in adj} == {ADJUDICATOR}
+    for x in adj:
+        answers = [s for s in x.shown if s["kind"] == "annotation"]
+        assert len(answers) == 2
+        assert {verify_sids[s["source_id"]] for s in answers} == set(REVIEWERS)
+        assert {s["kind"] for s in x.shown} == {"annotation", "target", "source_observation"}
+
+
+def test_blind_verification_and_adjudication(ls, release: Path, users_file: Path, store: Store):
     admin = ls.admin()
     public = read_jsonl(release / "public" / "probes.jsonl")
     private = {p["probe_id"]: p for p in read_jsonl(release / "private" / "targets.jsonl")}
     with pytest.raises(TruthlineError, match="exactly two different reviewers"):
-        push_verify(admin, release, REVIEWERS[:1])
+        push_verify(store, admin, release, REVIEWERS[:1])
     with pytest.raises(TruthlineError, match="no blind answers pulled yet"):
-        push_adjudicate(admin, release)
-    rep = push_verify(admin, release, REVIEWERS)
+        push_adjudicate(store, admin, release)
+    rep = push_verify(store, admin, release, REVIEWERS)
     assert [p["created"] for p in rep["projects"]] == [len(public), len(public)]
-    state = json.loads((release / "private" / "label_studio.json").read_text())[admin.url]
-    pids = {state[f"verify:{w}"]["ls_project_id"] for w in REVIEWERS}
+    pids = {p["ls_project_id"] for p in rep["projects"]}
     assert len(pids) == 2  # one project per reviewer
     # a blind task holds no target, alias map, entity id or parent id, and no prediction
-    some = next(iter(state[f"verify:{REVIEWERS[0]}"]["tasks"].items()))
+    some = next(iter(_tasks(store, admin, release, "verify", REVIEWERS[0]).items()))
     task = admin.get(f"/api/tasks/{some[1]}")
     assert not task.get("predictions")
     text = json.dumps(task["data"])
@@ -105,12 +142,12 @@ def test_blind_verification_and_adjudication(ls, release: Path, users_file: Path
         "localized_view",
         "candidate_choices",
     }
-    assert push_verify(admin, release, REVIEWERS)["projects"][0]["created"] == 0
+    assert push_verify(store, admin, release, REVIEWERS)["projects"][0]["created"] == 0
 
-    sim = simulate_verify(admin, release, REVIEWERS, users_file, wrong_every=5, flag_every=7)
+    sim = simulate_verify(store, admin, release, REVIEWERS, users_file, wrong_every=5, flag_every=7)
     assert sim["posted"] == 2 * len(public) and sim["simulated"]
-    assert simulate_verify(admin, release, REVIEWERS, users_file)["posted"] == 0  # never twice
-    counts = pull_verify(admin, release)
+    assert simulate_verify(store, admin, release, REVIEWERS, users_file)["posted"] == 0
+    counts = pull_verify(store, admin, release)
     n = len(public)
     expect_adj = len({k for k in range(1, n + 1) if k % 5 == 0 or k % 7 == 0})
     assert counts["by_status"] == {
@@ -122,16 +159,17 @@ def test_blind_verification_and_adjudication(ls, release: Path, users_file: Path
     assert sorted(direct["decided_by"]) == REVIEWERS
     assert all(b["submitted_at"] for b in direct["blind"])
 
-    adj = push_adjudicate(admin, release)
+    adj = push_adjudicate(store, admin, release)
     assert adj["tasks"] == expect_adj
     adj_task = admin.get(
-        f"/api/tasks/{next(iter(json.loads((release / 'private' / 'label_studio.json').read_text())[admin.url]['adjudicate']['tasks'].values()))}"
+        f"/api/tasks/{next(iter(_tasks(store, admin, release, 'adjudicate').values()))}"
     )
     assert {"blind_answer_a", "blind_answer_b", "private_target", "source_observation"} <= set(
         adj_task["data"]
     )
-    simulate_adjudicate(admin, release, ADJUDICATOR, users_file, withhold_every=3)
-    final = pull_adjudicate(admin, release)
+    simulate_adjudicate(store, admin, release, ADJUDICATOR, users_file, withhold_every=3)
+    final = pull_adjudicate(store, admin, release)
+    _check_exposures(store, release, len(public), expect_adj)
     withheld = expect_adj // 3
     assert final["by_status"] == {
         "approved_direct": n - expect_adj,
@@ -150,7 +188,7 @@ def test_blind_verification_and_adjudication(ls, release: Path, users_file: Path
             )["aliases"][0]
             assert r["final"]["role"] == role
     # a second verify pull keeps the adjudications
-    assert pull_verify(admin, release)["by_status"] == final["by_status"]
+    assert pull_verify(store, admin, release)["by_status"] == final["by_status"]
     st = status(release)
     assert st["decided_by"][ADJUDICATOR] == expect_adj
 
@@ -159,9 +197,7 @@ def test_blind_verification_and_adjudication(ls, release: Path, users_file: Path
     from truthline.annotate import user_client
     from truthline.systems.physalign import write_import_tables
 
-    adj_tasks = json.loads((release / "private" / "label_studio.json").read_text())[admin.url][
-        "adjudicate"
-    ]["tasks"]
+    adj_tasks = _tasks(store, admin, release, "adjudicate")
     pid, tid = sorted(adj_tasks.items())[0]
     old_role = (private[pid]["targets"].get("owner") or private[pid]["targets"]["referent"])[
         "aliases"
@@ -198,7 +234,7 @@ def test_blind_verification_and_adjudication(ls, release: Path, users_file: Path
         )
 
     adjudicate(new_role)
-    pull_adjudicate(admin, release)
+    pull_adjudicate(store, admin, release)
     row = next(r for r in read_jsonl(release / REVIEW) if r["probe_id"] == pid)
     assert row["decision"] == "corrected_regenerated" and row["final"]["role"] == new_role
     assert row["final"]["entity_id"] == private[pid]["alias_map"][new_role]
@@ -209,7 +245,7 @@ def test_blind_verification_and_adjudication(ls, release: Path, users_file: Path
     with pytest.raises(
         TruthlineError, match=rf"task {tid} \(probe {pid}\): field corrected_role 'E9'"
     ):
-        pull_adjudicate(admin, release)
+        pull_adjudicate(store, admin, release)
 
 
 def test_simulated_account_without_password_is_refused_by_name(

@@ -14,6 +14,11 @@ readers exclude ``deleted_at IS NOT NULL`` from statistics and gold. Should it r
 later pull clears ``deleted_at``. Tasks truthline did not push (no known item of the
 project) are skipped and listed; a Label Studio project that no longer exists is reported
 and skipped, and the others are still pulled (its annotations stay as last pulled).
+
+Annotations are read back by the project's kind (``_kinds``; the loop's: ``field-schema``).
+``pull_units`` is the same pull for a system's kind: one row per value the kind reads, the
+same history, deletions and foreign-task report, and an exposure per annotator with what
+the task showed (``ls_tasks.shown``: e.g. the earlier annotation PhysAlign's pass 4 shows).
 """
 
 from __future__ import annotations

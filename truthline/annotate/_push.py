@@ -10,6 +10,12 @@ annotation of an item as a prediction (one per annotator) for a tier-2 expert.
 Idempotent: a task carries our ``item_id`` in its data; before importing, the project's tasks
 are listed from the server, so a push interrupted after the server stored a batch (but
 before we recorded it) neither duplicates nor loses it. Each batch is recorded as it lands.
+
+Tasks are built by the project's kind (``_kinds``): the loop's own projects are the
+``field-schema`` kind. ``push_units`` is the same push for a system's kind (PhysAlign's
+passes, verification, adjudication): its units are items of a ``Scope``, its projects and
+tasks rows of ``ls_projects`` / ``ls_tasks`` (with what each task shows), and the
+exposures of annotators known up front are recorded with each batch.
 """
 
 from __future__ import annotations
@@ -751,15 +757,19 @@ def push_units(
         }
     key_of = {ids[key]: key for key in tasks}
     known_tids = set(recorded.values())
-    recover = [
-        {"item_id": item, "ls_task_id": tid, "shown": shown[key_of[item]]}
+    found = {
+        item: tid
         for item, tid in client.tasks_by_item(ls_pid).items()
         if item in key_of and item not in recorded and tid not in known_tids
-    ]
-    if recover:
-        _record(store, client, ls_pid, recover, [])
-        recorded |= {r["item_id"]: r["ls_task_id"] for r in recover}
-    rep.recovered = len(recover)
+    }
+    if found:
+        rows = [
+            {"item_id": item, "ls_task_id": tid, "shown": shown[key_of[item]]}
+            for item, tid in found.items()
+        ]
+        _record(store, client, ls_pid, rows, [])
+        recorded |= found
+    rep.recovered = len(found)
     todo = [key for key in tasks if ids[key] not in recorded]
     rep.existing = len(tasks) - len(todo)
     for s in range(0, len(todo), batch):

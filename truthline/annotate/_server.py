@@ -175,7 +175,7 @@ class LocalServer:
         self, creds: Credentials, *, progress: bool = True, timeout: float = 900
     ) -> tuple[str, bool]:
         """Start (or reuse) the server; returns ``(url, started)``. Blocks until ``/health``."""
-        from truthline.annotate.server_env import ensure_venv
+        from truthline.annotate.server_env import ensure_venv, label_studio_command
 
         pid = self.pid()
         if pid is not None:
@@ -200,7 +200,7 @@ class LocalServer:
         self.data_dir.chmod(0o700)
         log = self.log_file.open("ab")
         cmd = [
-            str(venv / "bin" / "label-studio"),
+            *label_studio_command(venv),  # bin/python -m label_studio.server: no shebang
             "start",
             "--no-browser",
             "--internal-host",

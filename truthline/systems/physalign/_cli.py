@@ -12,6 +12,7 @@ from truthline._cli_common import JsonOpt, console, emit, output_dir
 
 if TYPE_CHECKING:
     from truthline.annotate import LSClient
+    from truthline.store import Store
 
 app = typer.Typer(
     help="PhysAlign probes: generated diagrams, annotation passes in Label Studio, probe "
@@ -203,7 +204,7 @@ WorkOpt = Annotated[
     typer.Option(
         "--work",
         help="Work folder: annotations.jsonl (parents' images and text), "
-        "images/, and the Label Studio state and pulled records.",
+        "images/, and the pulled records (the Label Studio state is in the workspace's store).",
     ),
 ]
 UrlOpt = Annotated[
@@ -234,6 +235,14 @@ def _client(ctx: typer.Context, url: str | None) -> LSClient:
     return target(workspace(ctx), url=url).client
 
 
+def _store(ctx: typer.Context) -> Store:
+    """The workspace's store: it records the Label Studio projects, tasks, annotations and
+    exposures of the passes, verification and adjudication (as for every project)."""
+    from truthline._cli_common import workspace
+
+    return workspace(ctx).store
+
+
 def _users_file(ctx: typer.Context) -> Path:
     from truthline._cli_common import workspace
     from truthline.annotate import USERS_FILE
@@ -256,7 +265,8 @@ def passes_push(
     """
     from truthline.systems.physalign._passes import push_passes
 
-    info = push_passes(_client(ctx, url), work, stage)
+    client = _client(ctx, url)
+    info = push_passes(_store(ctx), client, work, stage)
     emit(
         info,
         as_json,
@@ -275,17 +285,20 @@ def passes_pull(
     records (pass 4: verified when annotator and reviewer agree) into WORK/passes/annotations.jsonl."""
     from truthline.systems.physalign._passes import pull_passes
 
-    info = pull_passes(_client(ctx, url), work)
+    client = _client(ctx, url)
+    info = pull_passes(_store(ctx), client, work)
 
     def render() -> None:
         o = info["observe"]
         console.print(f"passes 1-3: {o['annotated']} of {o['parents']} parents -> {o['file']}")
+        _render_changes(o)
         if "review" in info:
             r = info["review"]
             console.print(
                 f"pass 4: {r['reviewed']} reviewed, {r['verified']} observations verified, "
                 f"{r['disputed']} disputed -> {r['file']}"
             )
+            _render_changes(r)
 
     emit(info, as_json, render)
 
@@ -309,8 +322,9 @@ def passes_simulate(
     from truthline.systems.physalign._passes import simulate_passes
 
     who = annotator or [f"sim-{stage}@physalign.local"]
+    client = _client(ctx, url)
     info = simulate_passes(
-        _client(ctx, url), work, stage, who, _users_file(ctx), drop_every=drop_every
+        _store(ctx), client, work, stage, who, _users_file(ctx), drop_every=drop_every
     )
     emit(
         info,
@@ -343,6 +357,22 @@ def _render_counts(info: dict[str, Any]) -> None:
     console.print(
         f"{info['probes']} probes: " + ", ".join(f"{k} {v}" for k, v in info["by_status"].items())
     )
+    _render_changes(info)
+
+
+def _render_changes(info: dict[str, Any]) -> None:
+    """What the store's reconciliation of a pull found (nothing printed when nothing)."""
+    if info.get("deleted"):
+        console.print(
+            f"{info['deleted']} annotations deleted in Label Studio (kept, marked deleted)"
+        )
+    if info.get("restored"):
+        console.print(f"{info['restored']} annotations back in Label Studio")
+    if info.get("foreign_tasks"):
+        ids = ", ".join(str(t["ls_task_id"]) for t in info["foreign_tasks"])
+        console.print(f"[yellow]skipped tasks truthline did not push[/]: {ids}")
+    for p in info.get("problems") or []:
+        console.print(f"[yellow]{p}[/]")
 
 
 @verify_app.command("push")
@@ -357,7 +387,8 @@ def verify_push(
     no targets, no source annotations; the task data passes the leak check first)."""
     from truthline.systems.physalign._verify import push_verify
 
-    info = push_verify(_client(ctx, url), release, reviewer)
+    client = _client(ctx, url)
+    info = push_verify(_store(ctx), client, release, reviewer)
 
     def render() -> None:
         for p in info["projects"]:
@@ -377,7 +408,8 @@ def verify_pull(
     the target and neither flagged QC; otherwise the probe needs adjudication."""
     from truthline.systems.physalign._verify import pull_verify
 
-    info = pull_verify(_client(ctx, url), release)
+    client = _client(ctx, url)
+    info = pull_verify(_store(ctx), client, release)
     emit(info, as_json, lambda: _render_counts(info))
 
 
@@ -406,8 +438,10 @@ def verify_simulate(
     """SIMULATED blind reviewers answer from the private targets (demos and tests only)."""
     from truthline.systems.physalign._verify import simulate_verify
 
+    client = _client(ctx, url)
     info = simulate_verify(
-        _client(ctx, url),
+        _store(ctx),
+        client,
         release,
         reviewer,
         _users_file(ctx),
@@ -431,7 +465,8 @@ def adjudicate_push(
     the private target and the source observation of every probe that needs it."""
     from truthline.systems.physalign._verify import push_adjudicate
 
-    info = push_adjudicate(_client(ctx, url), release)
+    client = _client(ctx, url)
+    info = push_adjudicate(_store(ctx), client, release)
     emit(
         info,
         as_json,
@@ -448,7 +483,8 @@ def adjudicate_pull(
     """Record each adjudication and the final decision with who decided and when."""
     from truthline.systems.physalign._verify import pull_adjudicate
 
-    info = pull_adjudicate(_client(ctx, url), release)
+    client = _client(ctx, url)
+    info = pull_adjudicate(_store(ctx), client, release)
     emit(info, as_json, lambda: _render_counts(info))
 
 
@@ -468,8 +504,9 @@ def adjudicate_simulate(
     """A SIMULATED third reviewer approves the known target (demos and tests only)."""
     from truthline.systems.physalign._verify import simulate_adjudicate
 
+    client = _client(ctx, url)
     info = simulate_adjudicate(
-        _client(ctx, url), release, adjudicator, _users_file(ctx), withhold_every=withhold_every
+        _store(ctx), client, release, adjudicator, _users_file(ctx), withhold_every=withhold_every
     )
     emit(info, as_json, lambda: console.print(f"SIMULATED: {info['posted']} adjudications posted"))
 

@@ -2,26 +2,36 @@
 
 The label configs are the ones the LS 1.23.2 server accepted (shared/physalign/, bundled in
 ``labelconfigs/``); the passes config gets the generated problems' quantity kinds added.
-Projects and tasks are created through ``truthline.annotate.LSClient``; which Label Studio
-project and task belong to what is kept in ``<work folder>/label_studio.json``, per server,
-so a rerun of a push imports only what is missing (tasks also carry our ``item_id``, and
-``LSClient.tasks_by_item`` recovers a batch the server stored before we recorded it).
-Images travel inside the task as ``data:`` URIs: nothing else needs serving.
+Each project is a Label Studio project kind (``physalign.observe`` / ``.review`` in
+``_passes``, ``physalign.verify`` / ``.adjudicate`` in ``_verify``) pushed and pulled through
+the loop's store-backed path (``truthline.annotate.push_units`` / ``pull_units``): a work
+folder's parents and a release's probes are the units of a store scope (``passes_scope``,
+``release_scope``); projects, tasks, annotations and exposures live in the store's tables,
+so a rerun of a push imports only what is missing, a pull is idempotent, deletions are
+reconciled and foreign tasks reported. A folder that still has the JSON state file of
+earlier versions (``label_studio.json``) is migrated into the store on first use and the
+file renamed ``label_studio.json.migrated``. Images travel inside the task as ``data:``
+URIs: nothing else needs serving.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from truthline.annotate import LSClient
+from truthline.annotate import LSClient, Scope, adopt_ls_project, ls_project_row, unit_tasks
 from truthline.errors import TruthlineError
-from truthline.systems.physalign._records import write_json
+from truthline.store import Store
 
 CONFIG_DIR = Path(__file__).with_name("labelconfigs")
-STATE = "label_studio.json"
+LEGACY_STATE = "label_studio.json"
+MIGRATED = LEGACY_STATE + ".migrated"
+PASSES_SCOPE = "physalign.passes"
+RELEASE_SCOPE = "physalign.verify"
+
 EXTRA_KINDS = ("resistance", "voltage", "current", "power", "magnification")
 # entity kind -> the label of a region drawn along a line (PolygonLabels "line_region")
 POLY_LABELS = {
@@ -56,94 +66,97 @@ def data_uri(path: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(Path(path).read_bytes()).decode()
 
 
-def load_state(work: Path, client: LSClient) -> dict[str, Any]:
-    """This server's part of the work folder's Label Studio state."""
-    p = Path(work) / STATE
+def passes_scope(work: Path) -> Scope:
+    """The store scope of a work folder's annotation passes (its parents are the units)."""
+    return Scope.of_folder(PASSES_SCOPE, work)
+
+
+def release_scope(release: Path) -> Scope:
+    """The store scope of a release's verification and adjudication (its probes)."""
+    return Scope.of_folder(RELEASE_SCOPE, release)
+
+
+def _legacy_slot(slot: str) -> tuple[str, str, str]:
+    """A state file's slot -> (store slot, cohort, kind)."""
+    if slot.startswith("verify:"):
+        return "verify", slot.split(":", 1)[1], "physalign.verify"
+    if slot in ("observe", "review", "adjudicate"):
+        return slot, "", f"physalign.{slot}"
+    raise ValueError(slot)
+
+
+def migrate_state(
+    store: Store,
+    state_dir: Path,
+    scope: Scope,
+    shown: Callable[[str, str, str, str], list[dict[str, Any]] | None] | None = None,
+) -> dict[str, Any] | None:
+    """Move ``state_dir/label_studio.json`` (every server in it) into the store, then rename
+    it ``label_studio.json.migrated``; None when there is no such file.
+
+    Each slot's project and its tasks are recorded as if pushed through the store
+    (``adopt_ls_project``); ``shown(server_url, slot, cohort, key)`` says what a task showed
+    (recorded with it for the exposure log). Annotations are not in the file: the next pull
+    reads them from Label Studio into the store."""
+    p = Path(state_dir) / LEGACY_STATE
     if not p.is_file():
-        return {}
+        return None
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
-    except ValueError:
+        servers = {
+            str(url).rstrip("/"): {str(k): v for k, v in dict(slots).items()}
+            for url, slots in dict(data).items()
+        }
+        for slots in servers.values():
+            for slot, rec in slots.items():
+                _legacy_slot(slot)
+                int(rec["ls_project_id"])
+                {str(k): int(v) for k, v in dict(rec.get("tasks") or {}).items()}
+    except (ValueError, TypeError, KeyError, AttributeError):
         raise TruthlineError(
             f"{p}: not the Label Studio state truthline writes; restore it from a backup "
-            "(it maps parents and probes to Label Studio tasks)"
+            "(it maps parents and probes to Label Studio tasks), then rerun to move it "
+            "into the store"
         ) from None
-    return dict(data.get(client.url) or {})
-
-
-def save_state(work: Path, client: LSClient, state: dict[str, Any]) -> None:
-    p = Path(work) / STATE
-    data = json.loads(p.read_text(encoding="utf-8")) if p.is_file() else {}
-    data[client.url] = state
-    write_json(p, data)
-
-
-def ensure_project(
-    client: LSClient, state: dict[str, Any], slot: str, title: str, config: str, **settings: Any
-) -> int:
-    """The Label Studio project recorded under ``slot``; created if missing (404: refused)."""
-    rec = state.get(slot)
-    if rec:
-        try:
-            client.get(f"/api/projects/{rec['ls_project_id']}")
-        except Exception as exc:
-            if getattr(exc, "status", None) == 404:
-                raise TruthlineError(
-                    f"Label Studio project {rec['ls_project_id']} ({title}) was deleted on "
-                    f"{client.url}; its records remain in {STATE}: remove its entry {slot!r} "
-                    "to start it again"
-                ) from None
-            raise
-        return int(rec["ls_project_id"])
-    body = {"title": title[:50], "label_config": config, "show_skip_button": False} | settings
-    created = client.post("/api/projects/", body)
-    state[slot] = {"ls_project_id": int(created["id"]), "title": title[:50], "tasks": {}}
-    return int(created["id"])
-
-
-def import_tasks(
-    client: LSClient,
-    state: dict[str, Any],
-    slot: str,
-    tasks: dict[str, dict[str, Any]],
-    save: Any,
-) -> dict[str, int]:
-    """Import the tasks (key -> task body, whose data holds ``item_id``) the project lacks."""
-    rec = state[slot]
-    pid = rec["ls_project_id"]
-    by_item = {int(t["data"]["item_id"]): k for k, t in tasks.items()}
-    on_server = client.tasks_by_item(pid)
-    recovered = 0
-    for item, tid in on_server.items():
-        k = by_item.get(item)
-        if k is not None and k not in rec["tasks"]:
-            rec["tasks"][k] = tid
-            recovered += 1
-    todo = [k for k in tasks if k not in rec["tasks"]]
-    for s in range(0, len(todo), 100):
-        chunk = todo[s : s + 100]
-        resp = client.post(
-            f"/api/projects/{pid}/import", [tasks[k] for k in chunk], return_task_ids="true"
-        )
-        ids = resp.get("task_ids") or []
-        if len(ids) != len(chunk):
-            raise TruthlineError(
-                f"Label Studio project {pid}: imported {len(chunk)} tasks, got {len(ids)} ids "
-                "back; rerun the push to reconcile"
+    adopted = 0
+    for url, slots in servers.items():
+        # verification before adjudication: what an adjudication task showed names them
+        for slot in sorted(slots, key=lambda s: (s == "adjudicate", s == "review", s)):
+            rec = slots[slot]
+            arm, cohort, kind = _legacy_slot(slot)
+            tasks = {str(k): int(v) for k, v in dict(rec.get("tasks") or {}).items()}
+            adopted += adopt_ls_project(
+                store,
+                url,
+                kind,
+                None,
+                scope=scope,
+                slot=arm,
+                cohort=cohort,
+                ls_project_id=int(rec["ls_project_id"]),
+                title=str(rec.get("title") or ""),
+                tasks=tasks,
+                shown={k: s for k in tasks if (s := shown(url, arm, cohort, k)) is not None}
+                if shown
+                else None,
             )
-        for k, tid in zip(chunk, ids, strict=True):
-            rec["tasks"][k] = int(tid)
-        save()  # each batch recorded as soon as the server confirms it
-    save()
-    return {"created": len(todo), "existing": len(tasks) - len(todo), "recovered": recovered}
+    p.replace(p.with_name(MIGRATED))
+    return {"state_file": str(p), "renamed_to": str(p.with_name(MIGRATED)), "tasks": adopted}
 
 
-def export_tasks(client: LSClient, state: dict[str, Any], slot: str) -> dict[int, dict[str, Any]]:
+def pushed_tasks(
+    store: Store, client: LSClient, scope: Scope, slot: str, cohort: str = ""
+) -> tuple[int, dict[str, int]] | None:
+    """(Label Studio project id, unit key -> task id) of a pushed project, or None."""
+    row = ls_project_row(store, client.url, scope.name, slot, cohort)
+    if row is None:
+        return None
+    return int(row.ls_project_id), unit_tasks(store, client.url, int(row.ls_project_id))
+
+
+def export_tasks(client: LSClient, ls_project_id: int) -> dict[int, dict[str, Any]]:
     """Label Studio task id -> exported task (with annotations and annotator emails)."""
-    rec = state.get(slot)
-    if not rec:
-        raise TruthlineError(f"nothing was pushed for {slot!r} to {client.url}; push it first")
-    return {int(t["id"]): t for t in client.snapshot_export(int(rec["ls_project_id"]))}
+    return {int(t["id"]): t for t in client.snapshot_export(ls_project_id)}
 
 
 def annotator_of(ann: dict[str, Any]) -> str:
@@ -154,7 +167,7 @@ def annotator_of(ann: dict[str, Any]) -> str:
 
 
 def submitted(task: dict[str, Any]) -> list[dict[str, Any]]:
-    """A task's submitted, not cancelled annotations, oldest first."""
+    """A task's submitted, not cancelled annotations, oldest first (of a live export)."""
     anns = [a for a in task.get("annotations") or [] if not a.get("was_cancelled")]
     return sorted(anns, key=lambda a: (str(a.get("created_at")), int(a.get("id") or 0)))
 

@@ -11,6 +11,10 @@ Two projects per work folder, both with the passes 1-4 config:
   annotator and the reviewer hold it, ``disputed`` when only one does; only verified ones
   reach the compiler.
 
+Both are Label Studio project kinds (``physalign.observe``, ``physalign.review``) pushed and
+pulled through the store (``truthline.annotate.push_units`` / ``pull_units``); the exposure
+log records, for every pass 4 reviewer, the pass 1-3 annotation they were shown.
+
 Pixels <-> Label Studio percent use the image's ``original_width/height``. Pulled records go
 to ``<work>/passes/draft.jsonl`` (passes 1-3) and ``<work>/passes/annotations.jsonl`` (with
 pass 4), the compiler's input.
@@ -19,22 +23,33 @@ pass 4), the compiler's input.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from truthline.annotate import LSClient
+from truthline.annotate import (
+    LSClient,
+    ProjectKind,
+    ReadBack,
+    UnitAnnotation,
+    ls_project_row,
+    project_kind,
+    pull_units,
+    push_units,
+    stored_annotations,
+)
 from truthline.errors import TruthlineError
+from truthline.store import Store
 from truthline.systems.physalign._ls import (
     POLY_LABELS,
     RECT_LABELS,
     annotator_of,
     data_uri,
-    ensure_project,
     export_tasks,
-    import_tasks,
     label_config,
-    load_state,
-    save_state,
+    migrate_state,
+    passes_scope,
+    pushed_tasks,
     simulated_users,
     submitted,
 )
@@ -404,16 +419,124 @@ def results_to_record(problem: dict[str, Any], results: list[dict[str, Any]]) ->
     return rec
 
 
+# -- the two Label Studio project kinds ----------------------------------------------------
+@dataclass
+class PassesContext:
+    """What the passes kinds need: the work folder, its parents (answer-blind inputs) and,
+    for the review, the pulled drafts and where each came from in the store."""
+
+    work: Path
+    problems: dict[str, dict[str, Any]]
+    drafts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    sources: dict[str, UnitAnnotation] = field(default_factory=dict)
+
+
+@project_kind("physalign.observe")
+class ObserveKind(ProjectKind):
+    """Passes 1-3, answer-blind: the diagram and the problem text; read back as a §3 record."""
+
+    fields = ("record", "submitted_at")
+    stage = "observe"
+
+    def label_config(self, context: Any) -> str:
+        return label_config("observational_passes_1_4")
+
+    def settings(self, context: Any) -> dict[str, Any]:
+        return {
+            "show_collab_predictions": self.stage == "review",
+            "expert_instruction": _INSTRUCTIONS[self.stage],
+            "show_instruction": True,
+        }
+
+    def task(self, context: PassesContext, unit: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "data": {
+                "problem_text": unit["text"],
+                "image": data_uri(context.work / unit["image"]["path"]),
+            }
+        }
+
+    def read(self, context: PassesContext, key: str, annotation: dict[str, Any]) -> ReadBack:
+        rec = results_to_record(context.problems[key], annotation.get("result") or [])
+        return ReadBack({"record": rec, "submitted_at": str(annotation.get("created_at"))})
+
+
+@project_kind("physalign.review")
+class ReviewKind(ObserveKind):
+    """Pass 4: the pulled pass 1-3 annotation shown as a prediction to keep, fix or delete.
+    The exposure log records that annotation (by its store source id) for every reviewer."""
+
+    tier = 2
+    stage = "review"
+
+    def task(self, context: PassesContext, unit: dict[str, Any]) -> dict[str, Any]:
+        t = super().task(context, unit)
+        t["predictions"] = [
+            {
+                "model_version": "pass 1-3 draft",
+                "result": record_to_results(context.drafts[unit["parent_id"]]),
+            }
+        ]
+        return t
+
+    def shown(self, context: PassesContext, key: str, unit: Any) -> list[dict[str, Any]]:
+        return [draft_shown(context.drafts.get(key), context.sources.get(key))]
+
+
+def draft_shown(draft: dict[str, Any] | None, src: UnitAnnotation | None) -> dict[str, Any]:
+    """The exposure entry of a pass 1-3 draft shown to a pass 4 reviewer."""
+    return {
+        "kind": "annotation",
+        "stage": "observe",
+        "shown_as": "prediction",
+        "annotator": src.annotator if src else (draft or {}).get("annotated_by"),
+        "source_id": src.source_id if src else None,
+        "file": DRAFT,
+    }
+
+
+def _latest(anns: list[UnitAnnotation]) -> UnitAnnotation | None:
+    """The latest submission (Label Studio's ``created_at``, then annotation id)."""
+    done = [a for a in anns if not a.skipped and a.values.get("record") is not None]
+    done.sort(key=lambda a: (str(a.values.get("submitted_at")), int(a.ls_annotation_id or 0)))
+    return done[-1] if done else None
+
+
+def _observe_sources(store: Store, client: LSClient, work: Path) -> dict[str, UnitAnnotation]:
+    """Parent -> the observe annotation its draft came from (the latest one pulled)."""
+    scope = passes_scope(work)
+    row = ls_project_row(store, client.url, scope.name, "observe")
+    if row is None:
+        return {}
+    by: dict[str, list[UnitAnnotation]] = {}
+    for a in stored_annotations(store, client.url, scope, int(row.ls_project_id)):
+        by.setdefault(a.key, []).append(a)
+    return {k: latest for k, anns in by.items() if (latest := _latest(anns)) is not None}
+
+
+def _migrate(store: Store, client: LSClient, work: Path) -> None:
+    """A work folder's legacy ``label_studio.json`` into the store (once)."""
+    drafts_file = Path(work) / DRAFT
+    drafts = {r["parent_id"]: r for r in read_jsonl(drafts_file)} if drafts_file.is_file() else {}
+
+    def shown(url: str, slot: str, cohort: str, key: str) -> list[dict[str, Any]] | None:
+        return [draft_shown(drafts.get(key), None)] if slot == "review" else None
+
+    migrate_state(store, work, passes_scope(work), shown)
+
+
 # -- push / pull ------------------------------------------------------------------------------
-def push_passes(client: LSClient, work: Path, stage: str = "observe") -> dict[str, Any]:
-    """Create the stage's project if needed and import the tasks it lacks."""
+def push_passes(
+    store: Store, client: LSClient, work: Path, stage: str = "observe"
+) -> dict[str, Any]:
+    """Create the stage's project if needed and import the tasks it lacks (through the
+    store: a rerun imports nothing twice)."""
     if stage not in STAGES:
         raise TruthlineError(f"unknown --stage {stage!r} (use observe or review)")
     work = Path(work)
     client.whoami()
-    state = load_state(work, client)
+    _migrate(store, client, work)
     problems = _problems(work)
-    tasks: dict[str, dict[str, Any]] = {}
     drafts: dict[str, dict[str, Any]] = {}
     if stage == "review":
         path = work / DRAFT
@@ -422,40 +545,32 @@ def push_passes(client: LSClient, work: Path, stage: str = "observe") -> dict[st
                 f"{path}: no pulled pass 1-3 annotations; run `physalign passes pull` first"
             )
         drafts = {r["parent_id"]: r for r in read_jsonl(path)}
-    for k, p in enumerate(problems, start=1):
-        if stage == "review" and p["parent_id"] not in drafts:
-            continue
-        data = {
-            "item_id": k,
-            "problem_text": p["text"],
-            "image": data_uri(work / p["image"]["path"]),
-        }
-        t: dict[str, Any] = {"data": data}
-        if stage == "review":
-            t["predictions"] = [
-                {
-                    "model_version": "pass 1-3 draft",
-                    "result": record_to_results(drafts[p["parent_id"]]),
-                }
-            ]
-        tasks[p["parent_id"]] = t
-    title = "PhysAlign passes 1-3" if stage == "observe" else "PhysAlign pass 4 review"
-    pid = ensure_project(
-        client,
-        state,
-        stage,
-        f"{title} ({work.name})",
-        label_config("observational_passes_1_4"),
-        show_collab_predictions=stage == "review",
-        expert_instruction=_INSTRUCTIONS[stage],
-        show_instruction=True,
+    units = {p["parent_id"]: p for p in problems if stage != "review" or p["parent_id"] in drafts}
+    ctx = PassesContext(
+        work,
+        {p["parent_id"]: p for p in problems},
+        drafts,
+        _observe_sources(store, client, work) if stage == "review" else {},
     )
-    rep = import_tasks(client, state, stage, tasks, lambda: save_state(work, client, state))
-    return rep | {
+    title = "PhysAlign passes 1-3" if stage == "observe" else "PhysAlign pass 4 review"
+    rep = push_units(
+        store,
+        client,
+        f"physalign.{stage}",
+        ctx,
+        units,
+        scope=passes_scope(work),
+        slot=stage,
+        title=f"{title} ({work.name})",
+    )
+    return {
+        "created": rep.created,
+        "existing": rep.existing,
+        "recovered": rep.recovered,
         "stage": stage,
-        "ls_project_id": pid,
-        "project_url": f"{client.url}/projects/{pid}/data",
-        "tasks": len(tasks),
+        "ls_project_id": rep.ls_project_id,
+        "project_url": rep.project_url,
+        "tasks": len(units),
     }
 
 
@@ -470,41 +585,44 @@ _INSTRUCTIONS = {
 }
 
 
-def pull_passes(client: LSClient, work: Path) -> dict[str, Any]:
-    """Pull passes 1-3 (and pass 4 reviews, when pushed) into the work folder's records."""
+def pull_passes(store: Store, client: LSClient, work: Path) -> dict[str, Any]:
+    """Pull passes 1-3 (and pass 4 reviews, when pushed) into the store and the work
+    folder's records. What the store's reconciliation found (annotations deleted in Label
+    Studio, foreign tasks, a deleted project) is added to a stage's summary when there is
+    any."""
     work = Path(work)
-    state = load_state(work, client)
+    _migrate(store, client, work)
+    scope = passes_scope(work)
     problems = {p["parent_id"]: p for p in _problems(work)}
+    ctx = PassesContext(work, problems)
     out: dict[str, Any] = {}
-    tasks = export_tasks(client, state, "observe")
-    by_task = {tid: parent for parent, tid in state["observe"]["tasks"].items()}
+    obs = pull_units(store, client, "physalign.observe", ctx, scope=scope, slot="observe")
     drafts: dict[str, dict[str, Any]] = {}
     annotators: dict[str, str] = {}
-    for tid, task in tasks.items():
-        parent = by_task.get(tid)
-        anns = submitted(task)
-        if parent is None or not anns:
+    for parent in sorted({a.key for a in obs.annotations}):
+        ann = _latest(obs.of(parent))  # the latest submission of the task
+        if ann is None or parent not in problems:
             continue
-        ann = anns[-1]  # the latest submission of the task
-        drafts[parent] = results_to_record(problems[parent], ann.get("result") or [])
-        annotators[parent] = annotator_of(ann)
+        drafts[parent] = dict(ann.values["record"])
+        annotators[parent] = ann.annotator
         drafts[parent]["annotated_by"] = annotators[parent]
     write_jsonl(work / DRAFT, [drafts[p] for p in sorted(drafts)])
-    out["observe"] = {"parents": len(problems), "annotated": len(drafts), "file": str(work / DRAFT)}
-    if "review" not in state:
+    out["observe"] = {
+        "parents": len(problems),
+        "annotated": len(drafts),
+        "file": str(work / DRAFT),
+    } | obs.changes()
+    if ls_project_row(store, client.url, scope.name, "review") is None:
         return out
-    reviews = export_tasks(client, state, "review")
-    by_task = {tid: parent for parent, tid in state["review"]["tasks"].items()}
+    rev = pull_units(store, client, "physalign.review", ctx, scope=scope, slot="review")
     final: list[dict[str, Any]] = []
     n_verified = n_disputed = 0
-    for tid, task in reviews.items():
-        parent = by_task.get(tid)
-        anns = submitted(task)
-        if parent is None or not anns or parent not in drafts:
+    for parent in sorted({a.key for a in rev.annotations}):
+        ann = _latest(rev.of(parent))
+        if ann is None or parent not in drafts:
             continue
-        ann = anns[-1]
-        reviewer = annotator_of(ann)
-        reviewed = results_to_record(problems[parent], ann.get("result") or [])
+        reviewer = ann.annotator
+        reviewed = dict(ann.values["record"])
         rec = _consolidate(drafts[parent], reviewed, annotators[parent], reviewer)
         n_verified += sum(o["review"]["status"] == "verified" for o in rec["pass4"]["observations"])
         n_disputed += sum(o["review"]["status"] == "disputed" for o in rec["pass4"]["observations"])
@@ -520,7 +638,7 @@ def pull_passes(client: LSClient, work: Path) -> dict[str, Any]:
         "verified": n_verified,
         "disputed": n_disputed,
         "file": str(work / PULLED),
-    }
+    } | rev.changes()
     return out
 
 
@@ -571,6 +689,7 @@ def _consolidate(
 
 
 def simulate_passes(
+    store: Store,
     admin: LSClient,
     work: Path,
     stage: str,
@@ -588,20 +707,22 @@ def simulate_passes(
     from truthline.annotate import user_client
 
     work = Path(work)
-    state = load_state(work, admin)
-    if stage not in state:
+    _migrate(store, admin, work)
+    pushed = pushed_tasks(store, admin, passes_scope(work), stage)
+    if pushed is None:
         raise TruthlineError(
             f"nothing pushed for stage {stage!r} to {admin.url}; run `physalign passes push --stage {stage}`"
         )
+    ls_pid, tasks = pushed
     simulated_users(admin, emails, secrets_file)
     truth = {r["parent_id"]: r for r in read_records(work / INPUT)}
     drafts = {r["parent_id"]: r for r in read_jsonl(work / DRAFT)} if stage == "review" else {}
     done = {
         tid: {annotator_of(a) for a in submitted(t)}
-        for tid, t in export_tasks(admin, state, stage).items()
+        for tid, t in export_tasks(admin, ls_pid).items()
     }
     posted = 0
-    for k, (parent, tid) in enumerate(sorted(state[stage]["tasks"].items())):
+    for k, (parent, tid) in enumerate(sorted(tasks.items())):
         who = emails[k % len(emails)]
         if who in done.get(int(tid), set()):
             continue

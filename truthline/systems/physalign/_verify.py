@@ -14,26 +14,43 @@
    (same parent) for review.
 4. ``private/review.jsonl`` keeps the blind answers with their timestamps, the adjudication
    and the final decision with who decided and when.
+
+Both are Label Studio project kinds (``physalign.verify``, ``physalign.adjudicate``) pushed
+and pulled through the store (``truthline.annotate.push_units`` / ``pull_units``) in the
+release's scope; the exposure log records that each blind reviewer saw their own project's
+probe and, for an adjudicator, both blind answers, the target and the source observation.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from truthline.annotate import LSClient
+from truthline.annotate import (
+    LSClient,
+    ProjectKind,
+    ReadBack,
+    UnitAnnotation,
+    ls_project_row,
+    ls_project_rows,
+    project_kind,
+    pull_units,
+    push_units,
+)
+from truthline.annotate._pull import source_id
 from truthline.errors import TruthlineError
+from truthline.store import Store, json_hash
 from truthline.systems.physalign._leak import check as leak_check
 from truthline.systems.physalign._ls import (
     annotator_of,
     data_uri,
-    ensure_project,
     export_tasks,
-    import_tasks,
     label_config,
-    load_state,
-    save_state,
+    migrate_state,
+    pushed_tasks,
+    release_scope,
     simulated_users,
     submitted,
 )
@@ -86,11 +103,12 @@ def _check_reviewers(reviewers: list[str]) -> list[str]:
     return reviewers
 
 
-def blind_task(pub: dict[str, Any], release: Path, item_id: int) -> dict[str, Any]:
-    """The task a blind reviewer sees: the public probe and nothing else."""
+def blind_task(pub: dict[str, Any], release: Path, item_id: int | None = None) -> dict[str, Any]:
+    """The task a blind reviewer sees: the public probe and nothing else (``item_id``, the
+    probe's store item, is added by the push when not given)."""
     fields = "; ".join(f"{k}: {v}" for k, v in pub["output_schema"].items())
-    return {
-        "item_id": item_id,
+    data: dict[str, Any] = {} if item_id is None else {"item_id": item_id}
+    return data | {
         "question": f"{pub['question']} (answer {fields})",
         "problem_text": pub["problem"]["text"],
         "anchor_text": "Evidence "
@@ -102,74 +120,204 @@ def blind_task(pub: dict[str, Any], release: Path, item_id: int) -> dict[str, An
     }
 
 
-def push_verify(client: LSClient, release: Path, reviewers: list[str]) -> dict[str, Any]:
+# -- the two Label Studio project kinds ----------------------------------------------------
+@dataclass
+class ReleaseContext:
+    """A release's public probes, private targets and source records (what the kinds need)."""
+
+    release: Path
+    public: list[dict[str, Any]]
+    private: dict[str, dict[str, Any]]
+    records: list[dict[str, Any]]
+    checked: set[str] = field(default_factory=set)
+
+
+_VERIFY_INSTRUCTION = (
+    "Blind verification: answer the probe from the view and the text "
+    "alone. Pick the candidate alias; for a reading question also type the literal "
+    "content at R1 exactly as printed. Raise a QC flag for anything wrong with the probe."
+)
+_ADJUDICATE_INSTRUCTION = (
+    "Third reviewer: both blind answers, the private target and the source "
+    "observation are shown. Approve, correct the target (give the corrected role and "
+    "reading), correct the probe, or withhold it as ambiguous; always give a rationale."
+)
+
+
+def _text(v: dict[str, Any]) -> str | None:
+    return "\n".join(v.get("text") or []) or None
+
+
+@project_kind("physalign.verify")
+class VerifyKind(ProjectKind):
+    """One reviewer's blind project: the public probe only, leak-checked, no predictions;
+    read back as the reviewer's role, reading, QC flags and note."""
+
+    fields = ("role", "read", "qc_flags", "note", "submitted_at")
+
+    def label_config(self, context: Any) -> str:
+        return label_config("verify_blind")
+
+    def settings(self, context: Any) -> dict[str, Any]:
+        return {
+            "maximum_annotations": 1,
+            "show_collab_predictions": False,
+            "show_instruction": True,
+            "expert_instruction": _VERIFY_INSTRUCTION,
+        }
+
+    def task(self, context: ReleaseContext, unit: dict[str, Any]) -> dict[str, Any]:
+        return {"data": blind_task(unit, context.release)}
+
+    def check(self, context: ReleaseContext, tasks: dict[str, dict[str, Any]]) -> None:
+        """Blindness: no private value in anything a reviewer is shown."""
+        texts = {
+            f"blind task of probe {pid}": json.dumps(t["data"], ensure_ascii=False)
+            for pid, t in tasks.items()
+        }
+        digest = json_hash(texts)
+        if digest in context.checked:  # the other reviewer's identical tasks
+            return
+        leak_check(
+            context.public, list(context.private.values()), context.records, extra_texts=texts
+        )
+        context.checked.add(digest)
+
+    def read(self, context: Any, key: str, annotation: dict[str, Any]) -> ReadBack:
+        role = read = note = None
+        qc: list[str] = []
+        for r in annotation.get("result") or []:
+            v = r.get("value") or {}
+            name = r.get("from_name")
+            if name == "role":
+                role = (v.get("choices") or [None])[0]
+            elif name == "read":
+                read = _text(v)
+            elif name == "qc":
+                qc = sorted(v.get("choices") or [])
+            elif name == "note":
+                note = _text(v)
+        return ReadBack(
+            {
+                "role": role,
+                "read": read,
+                "qc_flags": qc,
+                "note": note,
+                "submitted_at": str(annotation.get("created_at")),
+            }
+        )
+
+
+@project_kind("physalign.adjudicate")
+class AdjudicateKind(ProjectKind):
+    """The third reviewer's project: both blind answers, the private target and the source
+    observation (all recorded in the exposure log); read back as the decision."""
+
+    fields = ("decision", "corrected_role", "corrected_read", "rationale", "submitted_at")
+    tier = 2
+
+    def label_config(self, context: Any) -> str:
+        return label_config("adjudicate")
+
+    def settings(self, context: Any) -> dict[str, Any]:
+        return {
+            "maximum_annotations": 1,
+            "show_instruction": True,
+            "expert_instruction": _ADJUDICATE_INSTRUCTION,
+        }
+
+    def task(self, context: Any, unit: dict[str, Any]) -> dict[str, Any]:
+        return {"data": dict(unit["data"])}
+
+    def shown(self, context: Any, key: str, unit: dict[str, Any]) -> list[dict[str, Any]]:
+        return list(unit["shown"])
+
+    def read(self, context: Any, key: str, annotation: dict[str, Any]) -> ReadBack:
+        got: dict[str, Any] = dict.fromkeys(self.fields)
+        for r in annotation.get("result") or []:
+            v = r.get("value") or {}
+            if r.get("from_name") in ("decision", "corrected_role"):
+                got[r["from_name"]] = (v.get("choices") or [None])[0]
+            elif r.get("from_name") in ("corrected_read", "rationale"):
+                got[r["from_name"]] = _text(v)
+        got["submitted_at"] = str(annotation.get("created_at"))
+        return ReadBack(got)
+
+
+def _context(release: Path) -> ReleaseContext:
+    public, private, records = _load(release)
+    return ReleaseContext(Path(release), public, private, records)
+
+
+def _migrate(store: Store, release: Path) -> None:
+    """A release's legacy ``private/label_studio.json`` into the store (once)."""
+    release = Path(release)
+    if not (_state_dir(release) / "label_studio.json").is_file():
+        return
+    review = _read_review(release)
+    _, private, _ = _load(release)
+
+    def shown(url: str, slot: str, cohort: str, key: str) -> list[dict[str, Any]] | None:
+        if slot != "adjudicate" or key not in review or key not in private:
+            return None
+        return _adjudication_shown(store, url, release, review[key], private[key])
+
+    migrate_state(store, _state_dir(release), release_scope(release), shown)
+
+
+def push_verify(
+    store: Store, client: LSClient, release: Path, reviewers: list[str]
+) -> dict[str, Any]:
     """One blind project per reviewer; tasks hold the public probe only (leak-checked)."""
     reviewers = _check_reviewers(reviewers)
     release = Path(release)
     client.whoami()
-    public, private, records = _load(release)
-    tasks = {
-        p["probe_id"]: {"data": blind_task(p, release, k)} for k, p in enumerate(public, start=1)
-    }
-    # blindness: no private value in anything a reviewer is shown
-    texts = {
-        f"blind task of probe {pid}": json.dumps(t["data"], ensure_ascii=False)
-        for pid, t in tasks.items()
-    }
-    leak_check(public, list(private.values()), records, extra_texts=texts)
-    state = load_state(_state_dir(release), client)
+    _migrate(store, release)
+    ctx = _context(release)
+    units = {p["probe_id"]: p for p in ctx.public}
     out = []
     for who in reviewers:
-        slot = f"verify:{who}"
-        pid = ensure_project(
+        rep = push_units(
+            store,
             client,
-            state,
-            slot,
-            f"PhysAlign blind verify [{who}]",
-            label_config("verify_blind"),
-            maximum_annotations=1,
-            show_collab_predictions=False,
-            show_instruction=True,
-            expert_instruction="Blind verification: answer the probe from the view and the text "
-            "alone. Pick the candidate alias; for a reading question also type the literal "
-            "content at R1 exactly as printed. Raise a QC flag for anything wrong with the probe.",
-        )
-        rep = import_tasks(
-            client, state, slot, tasks, lambda: save_state(_state_dir(release), client, state)
+            "physalign.verify",
+            ctx,
+            units,
+            scope=release_scope(release),
+            slot="verify",
+            cohort=who,
+            title=f"PhysAlign blind verify [{who}]",
+            annotators=[who],  # the reviewer's own project: their exposure is known now
         )
         out.append(
-            rep
-            | {
+            {
+                "created": rep.created,
+                "existing": rep.existing,
+                "recovered": rep.recovered,
                 "reviewer": who,
-                "ls_project_id": pid,
-                "project_url": f"{client.url}/projects/{pid}/data",
+                "ls_project_id": rep.ls_project_id,
+                "project_url": rep.project_url,
             }
         )
-    return {"probes": len(tasks), "projects": out}
+    return {"probes": len(units), "projects": out}
 
 
-def _blind_answer(ann: dict[str, Any]) -> dict[str, Any]:
-    role = read = note = None
-    qc: list[str] = []
-    for r in ann.get("result") or []:
-        v = r.get("value") or {}
-        name = r.get("from_name")
-        if name == "role":
-            role = (v.get("choices") or [None])[0]
-        elif name == "read":
-            read = "\n".join(v.get("text") or []) or None
-        elif name == "qc":
-            qc = sorted(v.get("choices") or [])
-        elif name == "note":
-            note = "\n".join(v.get("text") or []) or None
+def _blind_answer(ann: UnitAnnotation) -> dict[str, Any]:
+    v = ann.values
     return {
-        "reviewer": annotator_of(ann),
-        "answer": {"role": role, "read": read},
-        "qc_flags": qc,
-        "note": note,
-        "submitted_at": str(ann.get("created_at")),
-        "ls_annotation_id": ann.get("id"),
+        "reviewer": ann.annotator,
+        "answer": {"role": v.get("role"), "read": v.get("read")},
+        "qc_flags": list(v.get("qc_flags") or []),
+        "note": v.get("note"),
+        "submitted_at": v.get("submitted_at"),
+        "ls_annotation_id": ann.ls_annotation_id,
     }
+
+
+def _by_submission(anns: list[UnitAnnotation]) -> list[UnitAnnotation]:
+    """Submitted (not skipped) annotations, oldest first as Label Studio dated them."""
+    done = [a for a in anns if not a.skipped and a.values.get("submitted_at") is not None]
+    return sorted(done, key=lambda a: (str(a.values["submitted_at"]), int(a.ls_annotation_id or 0)))
 
 
 def _target(priv: dict[str, Any]) -> tuple[str, str | None, list[str]]:
@@ -208,27 +356,35 @@ def decide_blind(priv: dict[str, Any], blind: list[dict[str, Any]]) -> tuple[str
     return ("approved_direct" if not reasons else "needs_adjudication"), reasons
 
 
-def pull_verify(client: LSClient, release: Path) -> dict[str, Any]:
-    """Pull both blind projects, decide each probe, keep adjudications already made."""
+def pull_verify(store: Store, client: LSClient, release: Path) -> dict[str, Any]:
+    """Pull both blind projects into the store, decide each probe, keep adjudications
+    already made."""
     release = Path(release)
-    public, private, _ = _load(release)
-    state = load_state(_state_dir(release), client)
-    slots = sorted(s for s in state if s.startswith("verify:"))
-    if len(slots) != 2:
+    _migrate(store, release)
+    ctx = _context(release)
+    public, private = ctx.public, ctx.private
+    scope = release_scope(release)
+    rows_ls = ls_project_rows(store, client.url, scope.name, "verify")
+    if len(rows_ls) != 2:
         raise TruthlineError(
-            f"{_state_dir(release) / 'label_studio.json'}: no blind verification pushed to "
-            f"{client.url}; run `truthline physalign verify push` first"
+            f"{release}: no blind verification pushed to {client.url} (in the store at "
+            f"{store.shown}); run `truthline physalign verify push` first"
         )
     blind: dict[str, list[dict[str, Any]]] = {p["probe_id"]: [] for p in public}
-    for slot in slots:
-        who = slot.split(":", 1)[1]
-        by_task = {tid: pid for pid, tid in state[slot]["tasks"].items()}
-        for tid, task in export_tasks(client, state, slot).items():
-            pid = by_task.get(tid)
-            anns = [a for a in submitted(task) if annotator_of(a) == who]
-            if pid is None or not anns:
-                continue  # an annotation by anyone else in a blind project is not counted
-            blind[pid].append(_blind_answer(anns[0]))  # the first submission is the blind one
+    changes: dict[str, Any] = {}
+    for lsrow in rows_ls:
+        who = str(lsrow.cohort)
+        got = pull_units(
+            store, client, "physalign.verify", ctx, scope=scope, slot="verify", cohort=who
+        )
+        for k, v in got.changes().items():
+            changes.setdefault(k, [] if isinstance(v, list) else 0)
+            changes[k] += v
+        for pid in blind:
+            # an annotation by anyone else in a blind project is not counted
+            anns = [a for a in _by_submission(got.of(pid)) if a.annotator == who]
+            if anns:
+                blind[pid].append(_blind_answer(anns[0]))  # the first submission is the blind one
     old = _read_review(release)
     rows = []
     for pub in public:
@@ -260,7 +416,7 @@ def pull_verify(client: LSClient, release: Path) -> dict[str, Any]:
             }
         rows.append(row)
     _write_review(release, rows)
-    return _counts(rows)
+    return _counts(rows) | changes
 
 
 def _now() -> str:
@@ -303,10 +459,46 @@ def _answer_text(x: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def push_adjudicate(client: LSClient, release: Path) -> dict[str, Any]:
+def _adjudication_shown(
+    store: Store,
+    server_url: str,
+    release: Path,
+    row: dict[str, Any],
+    priv: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """What an adjudication task shows (for the exposure log): both blind answers (by their
+    store source ids), the private target and the source observation."""
+    scope = release_scope(release)
+    out: list[dict[str, Any]] = []
+    for x in row["blind"]:
+        lsrow = ls_project_row(store, server_url, scope.name, "verify", x["reviewer"])
+        aid = x.get("ls_annotation_id")
+        out.append(
+            {
+                "kind": "annotation",
+                "stage": "verify",
+                "annotator": x["reviewer"],
+                "source_id": source_id(server_url, int(lsrow.ls_project_id), int(aid))
+                if lsrow is not None and aid is not None
+                else None,
+            }
+        )
+    out.append({"kind": "target", "probe_id": row["probe_id"]})
+    out.append(
+        {
+            "kind": "source_observation",
+            "parent_id": priv["parent_id"],
+            "obs_id": priv["source_links"].get("obs_id"),
+        }
+    )
+    return out
+
+
+def push_adjudicate(store: Store, client: LSClient, release: Path) -> dict[str, Any]:
     """The third reviewer's project: probes whose blind answers disagree or were flagged."""
     release = Path(release)
     client.whoami()
+    _migrate(store, release)
     public, private, records = _load(release)
     review = _read_review(release)
     if not review:
@@ -316,17 +508,16 @@ def push_adjudicate(client: LSClient, release: Path) -> dict[str, Any]:
         )
     by_id = {p["probe_id"]: p for p in public}
     obs_of = {(r["parent_id"], o["obs_id"]): o for r in records for o in r["pass4"]["observations"]}
-    tasks = {}
-    for k, (pid, row) in enumerate(sorted(review.items()), start=1):
+    units = {}
+    for pid, row in sorted(review.items()):
         if row["status"] != "needs_adjudication":
             continue
         pub, priv = by_id[pid], private[pid]
         role, read, _ = _target(priv)
         a, b = row["blind"][0], row["blind"][1]
         obs = obs_of.get((priv["parent_id"], priv["source_links"].get("obs_id")))
-        tasks[pid] = {
+        units[pid] = {
             "data": {
-                "item_id": k,
                 "question": pub["question"],
                 "problem_text": pub["problem"]["text"],
                 "localized_view": data_uri(release / "public" / pub["localized_views"][0]["path"]),
@@ -339,53 +530,49 @@ def push_adjudicate(client: LSClient, release: Path) -> dict[str, Any]:
                     {"source_links": priv["source_links"], "observation": obs}, ensure_ascii=False
                 ),
                 "candidate_choices": [{"value": c["alias"]} for c in pub["candidates"]],
-            }
+            },
+            "shown": _adjudication_shown(store, client.url, release, row, priv),
         }
-    state = load_state(_state_dir(release), client)
-    pid_ls = ensure_project(
+    rep = push_units(
+        store,
         client,
-        state,
-        "adjudicate",
-        "PhysAlign adjudication",
-        label_config("adjudicate"),
-        maximum_annotations=1,
-        show_instruction=True,
-        expert_instruction="Third reviewer: both blind answers, the private target and the source "
-        "observation are shown. Approve, correct the target (give the corrected role and "
-        "reading), correct the probe, or withhold it as ambiguous; always give a rationale.",
+        "physalign.adjudicate",
+        None,
+        units,
+        scope=release_scope(release),
+        slot="adjudicate",
+        title="PhysAlign adjudication",
     )
-    rep = import_tasks(
-        client, state, "adjudicate", tasks, lambda: save_state(_state_dir(release), client, state)
-    )
-    return rep | {
-        "ls_project_id": pid_ls,
-        "project_url": f"{client.url}/projects/{pid_ls}/data",
-        "tasks": len(tasks),
+    return {
+        "created": rep.created,
+        "existing": rep.existing,
+        "recovered": rep.recovered,
+        "ls_project_id": rep.ls_project_id,
+        "project_url": rep.project_url,
+        "tasks": len(units),
     }
 
 
-def pull_adjudicate(client: LSClient, release: Path) -> dict[str, Any]:
-    """Record each adjudication and the final decision (who decided, when, why)."""
+def pull_adjudicate(store: Store, client: LSClient, release: Path) -> dict[str, Any]:
+    """Pull the adjudications into the store and record each one with the final decision
+    (who decided, when, why)."""
     release = Path(release)
+    _migrate(store, release)
     _, private, _ = _load(release)
     review = _read_review(release)
-    state = load_state(_state_dir(release), client)
-    by_task = {tid: pid for pid, tid in (state.get("adjudicate") or {}).get("tasks", {}).items()}
-    tasks = export_tasks(client, state, "adjudicate")
+    scope = release_scope(release)
+    got_all = pull_units(
+        store, client, "physalign.adjudicate", None, scope=scope, slot="adjudicate"
+    )
     siblings: dict[str, list[str]] = {}
-    for tid, task in tasks.items():
-        pid = by_task.get(tid)
-        anns = submitted(task)
-        if pid is None or not anns or pid not in review:
-            continue
-        ann = anns[-1]
-        got: dict[str, Any] = {}
-        for r in ann.get("result") or []:
-            v = r.get("value") or {}
-            if r.get("from_name") in ("decision", "corrected_role"):
-                got[r["from_name"]] = (v.get("choices") or [None])[0]
-            elif r.get("from_name") in ("corrected_read", "rationale"):
-                got[r["from_name"]] = "\n".join(v.get("text") or []) or None
+    latest: dict[str, UnitAnnotation] = {}
+    for pid in {a.key for a in got_all.annotations}:
+        anns = _by_submission(got_all.of(pid))
+        if anns and pid in review:
+            latest[pid] = anns[-1]
+    for pid, ann in sorted(latest.items(), key=lambda kv: int(kv[1].ls_task_id or 0)):
+        tid = ann.ls_task_id
+        got = ann.values
         outcome = got.get("decision")
         if outcome not in OUTCOMES:
             raise TruthlineError(
@@ -394,15 +581,15 @@ def pull_adjudicate(client: LSClient, release: Path) -> dict[str, Any]:
             )
         priv = private[pid]
         role, read, _ = _target(priv)
-        who = annotator_of(ann)
+        who = ann.annotator
         adj = {
             "adjudicator": who,
             "outcome": outcome,
             "corrected_role": got.get("corrected_role"),
             "corrected_read": got.get("corrected_read"),
             "rationale": got.get("rationale"),
-            "submitted_at": str(ann.get("created_at")),
-            "ls_annotation_id": ann.get("id"),
+            "submitted_at": got.get("submitted_at"),
+            "ls_annotation_id": ann.ls_annotation_id,
         }
         row = review[pid]
         row["adjudication"] = adj
@@ -435,11 +622,12 @@ def pull_adjudicate(client: LSClient, release: Path) -> dict[str, Any]:
             r["sibling_review"] = True
     rows = [review[k] for k in sorted(review)]
     _write_review(release, rows)
-    return _counts(rows)
+    return _counts(rows) | got_all.changes()
 
 
 # -- SIMULATED reviewers --------------------------------------------------------------------
 def simulate_verify(
+    store: Store,
     admin: LSClient,
     release: Path,
     reviewers: list[str],
@@ -457,23 +645,24 @@ def simulate_verify(
 
     reviewers = _check_reviewers(reviewers)
     release = Path(release)
+    _migrate(store, release)
     _, private, _ = _load(release)
-    state = load_state(_state_dir(release), admin)
     simulated_users(admin, reviewers, secrets_file)
     posted = 0
     for r_idx, who in enumerate(reviewers):
-        slot = f"verify:{who}"
-        if slot not in state:
+        pushed = pushed_tasks(store, admin, release_scope(release), "verify", who)
+        if pushed is None:
             raise TruthlineError(
                 f"no blind project of {who} on {admin.url}; run `physalign verify push`"
             )
+        ls_pid, tasks = pushed
         done = {
             tid
-            for tid, t in export_tasks(admin, state, slot).items()
+            for tid, t in export_tasks(admin, ls_pid).items()
             if any(annotator_of(a) == who for a in submitted(t))
         }
         client = user_client(admin.url, who, secrets_file)
-        for k, (pid, tid) in enumerate(sorted(state[slot]["tasks"].items()), start=1):
+        for k, (pid, tid) in enumerate(sorted(tasks.items()), start=1):
             if int(tid) in done:
                 continue
             role, read, _ = _target(private[pid])
@@ -514,23 +703,31 @@ def simulate_verify(
 
 
 def simulate_adjudicate(
-    admin: LSClient, release: Path, adjudicator: str, secrets_file: Path, *, withhold_every: int = 0
+    store: Store,
+    admin: LSClient,
+    release: Path,
+    adjudicator: str,
+    secrets_file: Path,
+    *,
+    withhold_every: int = 0,
 ) -> dict[str, Any]:
     """A SIMULATED third reviewer: approves the (known-correct) target, withholding every
     ``withhold_every``-th probe as ambiguous (0: never)."""
     from truthline.annotate import user_client
 
     release = Path(release)
-    state = load_state(_state_dir(release), admin)
-    if "adjudicate" not in state:
+    _migrate(store, release)
+    pushed = pushed_tasks(store, admin, release_scope(release), "adjudicate")
+    if pushed is None:
         raise TruthlineError(
             f"no adjudication project on {admin.url}; run `physalign adjudicate push`"
         )
+    ls_pid, tasks = pushed
     simulated_users(admin, [adjudicator], secrets_file)
-    done = {tid for tid, t in export_tasks(admin, state, "adjudicate").items() if submitted(t)}
+    done = {tid for tid, t in export_tasks(admin, ls_pid).items() if submitted(t)}
     client = user_client(admin.url, adjudicator, secrets_file)
     posted = 0
-    for k, (_pid, tid) in enumerate(sorted(state["adjudicate"]["tasks"].items()), start=1):
+    for k, (_pid, tid) in enumerate(sorted(tasks.items()), start=1):
         if int(tid) in done:
             continue
         outcome = (
