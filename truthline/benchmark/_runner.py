@@ -339,6 +339,18 @@ def default_run_id(project: Project, gold: Gold, cfg: RunConfig) -> str:
     return f"{project.name}-{json_hash(ident)[:10]}"
 
 
+def check_metric_names(project: Project) -> None:
+    """Every metric the project names is registered or declared by an installed plug-in; an
+    unknown one is one line naming the project file, the name and the known names."""
+    from truthline.benchmark._registry import _check_known
+
+    try:
+        _check_known(list(project.benchmark.metrics))
+    except KeyError as exc:
+        where = getattr(project, "source", None) or project.name
+        raise TruthlineError(f"{where}: [benchmark] metrics: {exc.args[0]}") from None
+
+
 def run_benchmark(
     store: Store, project: Project, cfg: RunConfig, *, progress: bool = True
 ) -> dict[str, Any]:
@@ -351,6 +363,7 @@ def run_benchmark(
         raise TruthlineError(f"unknown control {cfg.control!r} (use no-image or reorder)")
     if not cfg.models:
         raise TruthlineError("give at least one --model SPEC")
+    check_metric_names(project)  # before any model is asked: a typo costs nothing
     gold = load_gold(store, project.name, cfg.snapshot, cfg.gold)
     items = gold.items[: cfg.limit] if cfg.limit else gold.items
     if not items:
