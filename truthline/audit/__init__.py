@@ -2,8 +2,10 @@
 
 Public API: ``run_audit`` -> ``AuditResult`` (``.as_dict()`` for the CLI and dashboards),
 ``finalize`` (gold snapshot with provenance), ``exclude_annotator``, ``import_table``,
-``review_queue``, ``self_reference``, ``plan_sample_size`` and the report renderers
-``to_markdown`` / ``to_html``.
+``review_queue``, ``self_reference``, ``plan_sample_size``, the report renderers
+``to_markdown`` / ``to_html``, and the one gold writer: ``insert_snapshot`` (what finalize,
+``write_known_truth`` for gold known by construction and ``benchmark.load_release`` write
+through).
 """
 
 from truthline.audit._audit import (
@@ -21,9 +23,11 @@ from truthline.audit._gold import (
     GoldPolicy,
     GoldResult,
     in_slice,
+    insert_snapshot,
     latest_snapshot,
     load_gold,
     resolve_snapshot,
+    write_known_truth,
 )
 from truthline.audit._import import ImportReport, ImportTableError, import_table
 from truthline.audit._ops import (
@@ -71,6 +75,7 @@ __all__ = [
     "flatten",
     "import_table",
     "in_slice",
+    "insert_snapshot",
     "latest_snapshot",
     "load",
     "load_gold",
@@ -83,4 +88,5 @@ __all__ = [
     "self_reference",
     "to_html",
     "to_markdown",
+    "write_known_truth",
 ]

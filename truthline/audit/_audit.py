@@ -13,7 +13,7 @@ import numpy as np
 
 from truthline.audit import _metrics as M
 from truthline.audit._boot import Boot, Est
-from truthline.audit._data import AuditData, flatten_values, load
+from truthline.audit._data import REVIEW_ARMS, AuditData, flatten_values, load
 from truthline.audit._gold import GoldPolicy, decide
 from truthline.audit._results import (
     AnnotatorSignals,
@@ -337,7 +337,7 @@ def _exclusion_records(
 
 
 def _counts(data: AuditData, excluded: set[str]) -> dict[str, Any]:
-    tier1 = [a for a in data.annotations if a.tier == 1 and a.arm not in ("review", "adjudication")]
+    tier1 = [a for a in data.annotations if a.tier == 1 and a.arm not in REVIEW_ARMS]
     by_arm: dict[str, int] = {}
     for a in tier1:
         by_arm[a.arm] = by_arm.get(a.arm, 0) + 1

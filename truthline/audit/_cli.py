@@ -96,20 +96,14 @@ def run_cmd(
 
 
 def _pct(ci: dict | None) -> str:
-    from truthline.audit._cifmt import with_design
+    from truthline.stats import fmt_ci
 
-    if not ci or ci.get("point") is None:
-        return "–"
-    if ci.get("low") is None:
-        return f"{100 * ci['point']:.1f}%"
-    return with_design(
-        f"{100 * ci['point']:.1f}% [{100 * ci['low']:.1f}, {100 * ci['high']:.1f}]", ci
-    )
+    return fmt_ci(ci, digits=1, scale=100.0, unit="%", missing="–")
 
 
 def _note(*sources: object) -> None:
     """The thin-design note under a table (nothing when every design is adequate)."""
-    from truthline.audit._cifmt import design_note
+    from truthline.stats import design_note
 
     note = design_note(sources)
     if note:

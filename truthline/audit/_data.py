@@ -24,11 +24,9 @@ from truthline.fields import EntityList, FieldType, Number
 from truthline.project import Project
 from truthline.stats import ToleranceWeights
 from truthline.store import Store, tables
+from truthline.vocab import REVIEW_ARMS as REVIEW_ARMS  # the tier-2 arms
 
 _INDEX = re.compile(r"\[[^\]]*\]")
-
-REVIEW_ARMS = ("review", "adjudication")
-"""Tier-2 arms: ``review`` = expert review (reference ``e``), ``adjudication`` = resolution."""
 
 
 @lru_cache(maxsize=65536)

@@ -20,9 +20,10 @@ from truthline.audit._data import REVIEW_ARMS, AuditData, leaf_of
 from truthline.errors import TruthlineError
 from truthline.fields import EntityList
 from truthline.store import Store, now, resolve_snapshot, tables
+from truthline.vocab import Arm, Provenance, Slice
 
-PROVENANCES = ("expert", "blind_consensus", "anchored_kept", "anchored_corrected", "adjudicated")
-SLICES = ("all", "blind", "anchored", "vlm-sourced")
+PROVENANCES: tuple[str, ...] = tuple(Provenance)
+SLICES: tuple[str, ...] = tuple(Slice)
 """Gold slices by provenance (METRICS.md §4): ``blind`` = blind consensus plus expert values on
 blind-arm items; ``anchored`` = anchored_kept + anchored_corrected; ``vlm-sourced`` =
 anchored_kept (gold that came from a retained prefill); ``all`` = every gold value."""
@@ -34,14 +35,16 @@ def in_slice(name: str, provenance: str, arm: str | None) -> bool:
     The one definition of the slices; the benchmark and the audit both call it.
     """
     name = name.replace("_", "-")
-    if name == "all":
+    if name == Slice.ALL:
         return True
-    if name == "blind":
-        return provenance == "blind_consensus" or (provenance == "expert" and arm == "blind")
-    if name == "anchored":
-        return provenance in ("anchored_kept", "anchored_corrected")
-    if name == "vlm-sourced":
-        return provenance == "anchored_kept"
+    if name == Slice.BLIND:
+        return provenance == Provenance.BLIND_CONSENSUS or (
+            provenance == Provenance.EXPERT and arm == Arm.BLIND
+        )
+    if name == Slice.ANCHORED:
+        return provenance in (Provenance.ANCHORED_KEPT, Provenance.ANCHORED_CORRECTED)
+    if name == Slice.VLM_SOURCED:
+        return provenance == Provenance.ANCHORED_KEPT
     raise TruthlineError(f"unknown gold slice {name!r} (use one of {', '.join(SLICES)})")
 
 
@@ -249,7 +252,7 @@ def _gold_hash(data: AuditData, policy: GoldPolicy, values: list[GoldValue]) -> 
     return h.hexdigest()
 
 
-def _insert_snapshot(
+def insert_snapshot(
     conn: Any,
     digest: str,
     project: str,
@@ -259,7 +262,10 @@ def _insert_snapshot(
     ts: Any,
 ) -> None:
     """Insert a snapshot row and its gold rows ``(item id, path, value, provenance,
-    sources)``: the one place gold is written, whether from annotations or a renderer."""
+    sources)``, in the given order, on an open connection: the one place gold is written,
+    whether finalized from annotations (``write``), known by construction
+    (``write_known_truth``) or loaded from a release (``benchmark.load_release``). The
+    caller has checked that ``digest`` is new; the hash is the caller's, never recomputed."""
     conn.execute(
         tables.gold_snapshots.insert().values(
             hash=digest, project=project, policy=policy, counts=counts, created_at=ts
@@ -304,7 +310,7 @@ def write_known_truth(
             rows: list[tuple[int, str, Any, str, list[str]]] = [
                 (i, f, val, prov, []) for i, f, val, prov in values
             ]
-            _insert_snapshot(conn, digest, project, policy, dict(counts), rows, now())
+            insert_snapshot(conn, digest, project, policy, dict(counts), rows, now())
     return digest
 
 
@@ -321,7 +327,7 @@ def write(store: Store, data: AuditData, res: GoldResult) -> bool:
             select(t.gold_snapshots.c.hash).where(t.gold_snapshots.c.hash == res.hash)
         ).first()
         if not exists:
-            _insert_snapshot(
+            insert_snapshot(
                 conn,
                 res.hash,
                 name,

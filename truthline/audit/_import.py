@@ -24,10 +24,12 @@ from truthline.errors import FieldValueError, TruthlineError
 from truthline.fields import EntityList
 from truthline.project import Project
 from truthline.store import Store, json_hash, now, tables
+from truthline.vocab import Arm
 
 REQUIRED = ("item", "field", "annotator", "value")
 OPTIONAL = ("arm", "tier", "shown_prediction", "model_version", "lead_time", "expert", "flagged")
-ARMS = ("blind", "anchored", "review", "adjudication", "import")
+ARMS = tuple(Arm)
+"""The arms an import table may name (every arm)."""
 _PATH = re.compile(r"^(?P<list>[A-Za-z_][\w]*)\[(?P<id>[^\]]+)\]\.(?P<sub>[A-Za-z_][\w]*)$")
 
 

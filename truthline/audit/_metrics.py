@@ -15,14 +15,9 @@ import numpy as np
 from truthline.audit._boot import Boot, Est
 from truthline.audit._data import REVIEW_ARMS, AuditData, leaf_of, number_tolerance
 from truthline.audit._gold import GoldValue
+from truthline.vocab import Direction
 
-DIRECTIONS = (
-    "productive_anchoring",
-    "harmful_anchoring",
-    "harmful_override",
-    "productive_override",
-    "wrong_override",
-)
+DIRECTIONS = tuple(Direction)
 
 
 class Ctx:

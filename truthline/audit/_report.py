@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from truthline.audit._cifmt import design_note, with_design
 from truthline.report import (
     CONTRAST,
     Figure,
@@ -20,27 +19,19 @@ from truthline.report import (
     render_html,
     render_markdown,
 )
+from truthline.stats import design_note, fmt_ci
+from truthline.vocab import Direction
 
 
 def _pct(ci: dict[str, Any] | None, pp: bool = False) -> str:
-    if not ci or ci.get("point") is None:
-        return "–"
-    k = 1.0 if pp else 100.0
-    unit = " pp" if pp else "%"
-    p = ci["point"] * k
-    if ci.get("low") is None:
-        return f"{p:.1f}{unit}"
-    return with_design(f"{p:.1f}{unit} [{ci['low'] * k:.1f}, {ci['high'] * k:.1f}]", ci)
+    """A share in percent (``pp``: a difference already in points), with its interval."""
+    if pp:
+        return fmt_ci(ci, digits=1, unit=" pp", missing="–")
+    return fmt_ci(ci, digits=1, scale=100.0, unit="%", missing="–")
 
 
 def _num(ci: dict[str, Any] | None, digits: int = 3) -> str:
-    if not ci or ci.get("point") is None:
-        return "–"
-    if ci.get("low") is None:
-        return f"{ci['point']:.{digits}f}"
-    return with_design(
-        f"{ci['point']:.{digits}f} [{ci['low']:.{digits}f}, {ci['high']:.{digits}f}]", ci
-    )
+    return fmt_ci(ci, digits=digits, missing="–")
 
 
 def _n(ci: dict[str, Any] | None) -> int | None:
@@ -53,13 +44,7 @@ def _ns(*pairs: tuple[str, dict[str, Any] | None]) -> str:
     return " / ".join(f"{'–' if _n(ci) is None else _n(ci)} {what}" for what, ci in pairs)
 
 
-DIRS = [
-    ("productive_anchoring", "productive anchoring"),
-    ("harmful_anchoring", "harmful anchoring"),
-    ("harmful_override", "harmful override"),
-    ("productive_override", "productive override"),
-    ("wrong_override", "wrong override"),
-]
+DIRS = [(d, d.label) for d in Direction]
 
 
 def _direction_rows(table: dict[str, Any]) -> list[str]:

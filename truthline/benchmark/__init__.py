@@ -2,7 +2,9 @@
 
 Public API: ``run_benchmark``/``RunConfig`` (run or resume; ``RunInterrupted`` on Ctrl-C/SIGTERM), ``load_run``, ``model_metrics``,
 ``leaderboard``, ``compare_gold``, ``paired_matrix``, ``condition_change`` (plain data for
-the CLI and dashboards), ``write_report``, ``export_release``/``load_release``, the metric
+the CLI and dashboards), ``write_report`` (a paper system's report section receives a
+``ReportContext`` and returns ``truthline.report.Section``s; ``across_sections`` shows the
+metrics across models), ``export_release``/``load_release``, the metric
 registry (``metric``; ``metric(name, across=True)`` for metrics comparing the models of a
 run, computed by ``across_metrics``) and the rule-baseline registry (``rule``; a project adds
 rules in ``rules.py`` beside its definition, see ``load_project_rules``). Pure metric
@@ -31,7 +33,7 @@ from truthline.benchmark._registry import (
     metric,
     registered_metrics,
 )
-from truthline.benchmark._report import write_report
+from truthline.benchmark._report import ReportContext, across_sections, write_report
 from truthline.benchmark._results import (
     RunData,
     compare_gold,
@@ -49,6 +51,7 @@ __all__ = [
     "SLICES",
     "Gold",
     "GoldItem",
+    "ReportContext",
     "RunConfig",
     "RunData",
     "RunInterrupted",
@@ -56,6 +59,7 @@ __all__ = [
     "Scored",
     "across_metrics",
     "across_names",
+    "across_sections",
     "compare_gold",
     "compute_metrics",
     "compute_run_metrics",

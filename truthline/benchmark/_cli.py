@@ -31,18 +31,14 @@ ResamplesOpt = Annotated[int | None, resamples_option("the project's setting")]
 
 
 def _ci(d: dict | None) -> str:
-    from truthline.audit._cifmt import with_design
+    from truthline.stats import fmt_ci
 
-    if not d or d.get("point") is None:
-        return "—"
-    if d.get("low") is None:
-        return f"{d['point']:.3f}"
-    return with_design(f"{d['point']:.3f} [{d['low']:.3f}, {d['high']:.3f}]", d)
+    return fmt_ci(d)
 
 
 def _note(*sources: object) -> None:
     """The thin-design note under a table (nothing when every design is adequate)."""
-    from truthline.audit._cifmt import design_note
+    from truthline.stats import design_note
 
     note = design_note(sources)
     if note:
@@ -263,13 +259,9 @@ def compare_gold_cmd(
     data = compare_gold(ws.store, proj, run, resamples=resamples)
 
     def pp(d: dict | None) -> str:
-        if not d:
-            return "—"
-        from truthline.audit._cifmt import with_design
+        from truthline.stats import fmt_ci
 
-        if d.get("low") is None:
-            return f"{d['point']:+.1f}"
-        return with_design(f"{d['point']:+.1f} [{d['low']:+.1f}, {d['high']:+.1f}]", d)
+        return fmt_ci(d, digits=1, sign=True)
 
     def render() -> None:
         table = Table(
@@ -388,11 +380,12 @@ def across_cmd(
         raise TruthlineError(str(exc.args[0])) from exc
 
     def render() -> None:
-        from truthline.benchmark._report import _across_sections
+        from truthline.benchmark import across_sections
+        from truthline.report import cell
 
         if not data["metrics"]:
             console.print("the project names no metrics across models; pass --metric NAME")
-        for sec in _across_sections(data):
+        for sec in across_sections(data):
             console.print(f"[bold]{sec.title}[/]")
             if sec.text:
                 console.print(sec.text)
@@ -400,18 +393,12 @@ def across_cmd(
                 cols = list(dict.fromkeys(k for r in sec.table for k in r))
                 table = Table(*cols)
                 for r in sec.table:
-                    table.add_row(*(_cell(r.get(c)) for c in cols))
+                    table.add_row(*(cell(r.get(c)) for c in cols))
                 console.print(table)
             if sec.note:
                 console.print(f"[yellow]{sec.note}[/]")
 
     emit(data, as_json, render)
-
-
-def _cell(v: object) -> str:
-    if isinstance(v, float):
-        return f"{v:.3f}"
-    return "—" if v is None else str(v)
 
 
 @app.command("transfer")

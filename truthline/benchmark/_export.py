@@ -21,8 +21,9 @@ Layout (``<out>`` is the release; upload ``<out>/public`` and nothing else)::
       test_answers.*        the test split's gold and provenance (``--hide-test-answers``)
 
 Annotators appear in public files (card, ``provenance`` column) and the datasheet only as
-pseudonyms. ``load_release`` reads a release back into a store (project, items, gold snapshot),
-so a model can be rerun on it with ``run_benchmark`` and reach the same scores.
+pseudonyms. ``load_release`` reads a release back into a store (project, items, gold snapshot
+under the release's hash, written by the audit's one gold writer), so a model can be rerun
+on it with ``run_benchmark`` and reach the same scores. The export itself only reads gold.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from sqlalchemy import func, select
 from truthline import __version__
 from truthline._names import inside
 from truthline.benchmark._card import dataset_card
-from truthline.benchmark._gold import GoldItem, load_gold
+from truthline.benchmark._gold import GoldItem, insert_snapshot, load_gold
 from truthline.benchmark._release import (
     PublicRow,
     assign_splits,
@@ -639,34 +640,18 @@ def _insert_gold(
     ids: dict[str, int],
     release: str,
 ) -> None:
-    """The release's gold snapshot, its decisions with provenance, and the items' arms."""
+    """The release's gold snapshot (written by the audit's one gold writer, under the
+    release's own hash), its decisions with provenance, and the items' arms."""
     ts = now()
-    conn.execute(
-        tables.gold_snapshots.insert().values(
-            hash=snap,
-            project=project.name,
-            policy={"release": release},
-            counts={},
-            created_at=ts,
-        )
-    )
     prov = {(r["item"], r["path"]): r for r in _read_table(tabs["provenance"])}
     arms: dict[int, str] = {}
+    rows: list[tuple[int, str, Any, str, list[str]]] = []
     for t in _read_table(tabs["targets"]):
         p = prov[(t["item"], t["path"])]
-        conn.execute(
-            tables.gold.insert().values(
-                snapshot=snap,
-                project=project.name,
-                item_id=ids[t["item"]],
-                field_path=t["path"],
-                value=t["value"],
-                provenance=p["provenance"],
-                sources=p.get("sources", []),
-            )
-        )
+        rows.append((ids[t["item"]], t["path"], t["value"], p["provenance"], p.get("sources", [])))
         if p.get("arm"):
             arms[ids[t["item"]]] = p["arm"]
+    insert_snapshot(conn, snap, project.name, {"release": release}, {}, rows, ts)
     for iid, arm in arms.items():
         conn.execute(
             tables.arm_assignments.insert().values(

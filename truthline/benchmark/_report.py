@@ -11,67 +11,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from truthline._registry import Registry
-from truthline.audit._cifmt import design_note, with_design
 from truthline.benchmark._across import across_metrics
 from truthline.benchmark._results import compare_gold, leaderboard, paired_matrix
 from truthline.project import Project
-from truthline.report import CONTRAST, Figure, Paragraph, Report, Table, render_html
-from truthline.report import Section as ReportSection
+from truthline.report import CONTRAST, Figure, Paragraph, Report, Section, render_html
 from truthline.report import render_markdown as render_md
+from truthline.stats import fmt_ci
 from truthline.store import Store
+from truthline.vocab import Slice
 
-
-@dataclass
-class Section:
-    """One section while the report is assembled (also what ``benchmark across`` prints)."""
-
-    title: str
-    text: str = ""
-    table: list[dict[str, Any]] = field(default_factory=list)
-    figure: Figure | None = None
-    sources: list[Any] = field(default_factory=list)
-    """The plain data the table's intervals came from: its thin-design warnings are shown
-    as one note under the table."""
-    n: list[int | str | None] = field(default_factory=list)
-    """The n of each table row (``None``: not recorded for that row)."""
-    metrics: list[str] = field(default_factory=list)
-    """Glossary names of the metrics the section shows."""
-    n_column: str = "n"
-
-    @property
-    def note(self) -> str:
-        return design_note(self.sources)
-
-    def model(self) -> ReportSection:
-        """This section in the shared report model."""
-        blocks: list[Any] = [Paragraph(self.text)] if self.text else []
-        if self.figure is not None:
-            self.figure.title = self.title
-            blocks.append(self.figure)
-        if self.table:
-            cols = list(dict.fromkeys(k for r in self.table for k in r))
-            rows = [[_cell(r.get(c)) for c in cols] for r in self.table]
-            n = self.n or [None] * len(rows)
-            blocks.append(Table(cols, rows, n, [self.note], self.metrics, self.n_column))
-        elif self.note:
-            blocks.append(Paragraph(self.note))
-        return ReportSection(self.title, blocks, metrics=self.metrics)
-
-
-def _fmt_ci(ci: dict[str, Any] | None, scale: float = 1.0) -> str:
-    if not ci or ci.get("point") is None:
-        return "—"
-    p = ci["point"] * scale
-    if ci.get("low") is None or ci.get("high") is None:
-        return f"{p:.3f}"
-    return with_design(f"{p:.3f} [{ci['low'] * scale:.3f}, {ci['high'] * scale:.3f}]", ci)
+_fmt_ci = fmt_ci  # the name tests import: an interval as the report shows it
 
 
 def _headline(m: dict[str, Any], name: str) -> float | None:
@@ -188,10 +144,8 @@ def write_report(
 def _write_csvs(sections: list[Section], files: Path) -> None:
     """Every section's table as ``<files>/<title>.csv`` (the rows as the report shows them)."""
     for s in sections:
-        if s.table:
-            pd.DataFrame(s.model().tables[0].records()).to_csv(
-                files / f"{_safe(s.title)}.csv", index=False
-            )
+        if s.tables and s.tables[0].rows:
+            pd.DataFrame(s.tables[0].records()).to_csv(files / f"{_safe(s.title)}.csv", index=False)
 
 
 def _assemble(project: Project, sections: list[Section], data: dict[str, Any]) -> Report:
@@ -203,7 +157,7 @@ def _assemble(project: Project, sections: list[Section], data: dict[str, Any]) -
     )
     if data["compare_gold"]:
         report.sections.append(
-            ReportSection(
+            Section(
                 "How to read this",
                 [Paragraph(CONTRAST)],
                 metrics=["anchoring_bias", "gold_slice_inflation"],
@@ -219,7 +173,7 @@ def _leaderboard_sections(ctx: ReportContext) -> list[Section]:
     rows = [
         {
             "model": _label(m),
-            "accuracy [95% CI]": _fmt_ci(m["accuracy"]),
+            "accuracy [95% CI]": fmt_ci(m["accuracy"]),
             **{
                 k: (f"{v:.3f}" if isinstance(v, float) else "—")
                 for k in _BOARD_METRICS
@@ -236,7 +190,7 @@ def _leaderboard_sections(ctx: ReportContext) -> list[Section]:
         for m in board
     ]
     return [
-        Section(
+        Section.of(
             "Leaderboard",
             "Accuracy over every target decision with a "
             f"{'cluster' if project.benchmark.cluster else 'item'} bootstrap 95% CI "
@@ -269,7 +223,7 @@ def _condition_sections(ctx: ReportContext) -> list[Section]:
         return []
     with_cond = [m for m in board if (m["metrics"].get("naudc") or {}).get("per_condition")]
     return [
-        Section(
+        Section.of(
             "Accuracy per condition",
             "Conditions by increasing severity; n: the decisions over all conditions.",
             cond,
@@ -290,7 +244,7 @@ def _per_class_sections(ctx: ReportContext) -> list[Section]:
     if not heat:
         return []
     return [
-        Section(
+        Section.of(
             f"Per-class accuracy ({ctx.project.benchmark.action_field or 'first field'})",
             "n: the decisions whose gold is that class.",
             heat,
@@ -307,7 +261,7 @@ def _safety_sections(ctx: ReportContext) -> list[Section]:
     if not saf:
         return []
     return [
-        Section(
+        Section.of(
             "Safety operating regime",
             "False-alarm share of safety errors vs safety recall; n: the true violations.",
             saf,
@@ -324,7 +278,7 @@ def _calibration_sections(ctx: ReportContext) -> list[Section]:
     if not cal:
         return []
     return [
-        Section(
+        Section.of(
             "Calibration",
             "Mean stated confidence vs accuracy per bin (ECE, 10 equal-width bins).",
             [],
@@ -341,7 +295,7 @@ def _four_way_sections(ctx: ReportContext) -> list[Section]:
         return []
     b = ctx.project.benchmark
     return [
-        Section(
+        Section.of(
             "Read/ground decomposition",
             f"{b.read_field} (C) and {b.ground_field} (G) "
             "per item: counts (shares); grounding accuracy given a correct reading.",
@@ -369,13 +323,13 @@ def _paired_sections(ctx: ReportContext) -> list[Section]:
                 "a": c["a"],
                 "b": c["b"],
                 "n decisions": c["n"],
-                "a - b [95% CI]": _fmt_ci(c["difference"]),
+                "a - b [95% CI]": fmt_ci(c["difference"]),
                 "distinguishable": "yes" if c["distinguishable"] else "no",
             }
             for c in p["pairs"]
         ]
         out.append(
-            Section(
+            Section.of(
                 f"Paired differences ({p['run_id']})",
                 "Paired bootstrap on identical decisions; distinguishable only when the 95% CI excludes zero.",
                 prow,
@@ -418,9 +372,9 @@ def _compare_gold_section(g: dict[str, Any], files: Path) -> Section:
     grow = [
         {
             "model": m["model"],
-            "blind": _fmt_ci(m.get("blind")),
-            "anchored": _fmt_ci(m.get("anchored")),
-            "vlm-sourced": _fmt_ci(m.get("vlm-sourced")),
+            "blind": fmt_ci(m.get("blind")),
+            "anchored": fmt_ci(m.get("anchored")),
+            "vlm-sourced": fmt_ci(m.get("vlm-sourced")),
             "inflation anchored (pp)": _fmt_pp(m.get("inflation_anchored_pp")),
             "inflation vlm-sourced (pp)": _fmt_pp(m.get("inflation_vlm-sourced_pp")),
         }
@@ -432,8 +386,8 @@ def _compare_gold_section(g: dict[str, Any], files: Path) -> Section:
         if mean is not None
         else "No blind/anchored split in this gold."
     )
-    slices = ("blind", "anchored", "vlm-sourced")
-    return Section(
+    slices = (Slice.BLIND, Slice.ANCHORED, Slice.VLM_SOURCED)
+    return Section.of(
         f"Scores by gold provenance ({g['run_id']})",
         text + " n: the items of each gold slice (blind / anchored / VLM-sourced).",
         grow,
@@ -472,8 +426,8 @@ def _four_way(board: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 {
                     "model": _label(m),
                     **{k: f"{v} ({fw['shares'][k]:.2f})" for k, v in fw["counts"].items()},
-                    "read": _fmt_ci(fw.get("read_accuracy")),
-                    "ground | read correct": _fmt_ci(fw.get("value")),
+                    "read": fmt_ci(fw.get("read_accuracy")),
+                    "ground | read correct": fmt_ci(fw.get("value")),
                     "_n": sum(fw["counts"].values()),
                 }
             )
@@ -494,13 +448,10 @@ def across_sections(a: dict[str, Any]) -> list[Section]:
     return out
 
 
-_across_sections = across_sections  # the name ``benchmark across`` imports
-
-
 def _across_section(out: list[Section], name: str, r: dict[str, Any], rid: str) -> None:
     """Append the section(s) of one metric across models (its note when it has no value)."""
     if r.get("note"):
-        out.append(Section(f"{_TITLES.get(name, name)} ({rid})", r["note"]))
+        out.append(Section.of(f"{_TITLES.get(name, name)} ({rid})", r["note"]))
         return
     build = _ACROSS_SECTIONS.get(name)
     if build is None and name in metric_section:
@@ -513,11 +464,11 @@ def _routing_oracle_section(r: dict[str, Any], rid: str) -> list[Section]:
     """Each environment's best model and the routed accuracy."""
     best = r["best_single"]
     return [
-        Section(
+        Section.of(
             f"Routing oracle ({rid})",
             f"Each {r['environment']} routed to its best model: accuracy "
-            f"{_fmt_ci(r['value'])} vs best single model {best['model']} "
-            f"{_fmt_ci(best['accuracy'])} (gain {100 * r['gain']:+.1f} pp, "
+            f"{fmt_ci(r['value'])} vs best single model {best['model']} "
+            f"{fmt_ci(best['accuracy'])} (gain {100 * r['gain']:+.1f} pp, "
             f"{r['n']} common decisions).",
             [
                 {
@@ -537,10 +488,10 @@ def _ensemble_section(r: dict[str, Any], rid: str) -> list[Section]:
     """Majority vote of the models, per field."""
     best = r["best_single"]
     return [
-        Section(
+        Section.of(
             f"Majority-of-models ensemble ({rid})",
             f"Majority vote of {', '.join(r['members'])}: accuracy "
-            f"{_fmt_ci(r['value'])} vs best single model {best['model']} "
+            f"{fmt_ci(r['value'])} vs best single model {best['model']} "
             f"{best['accuracy']:.3f} (gain {100 * r['gain']:+.1f} pp). "
             f"{r.get('ties', 0)} of {r['n']} decisions were tied: "
             f"{r.get('tie_rule', 'a tie has no majority and is scored wrong')}.",
@@ -561,16 +512,16 @@ def _ensemble_section(r: dict[str, Any], rid: str) -> list[Section]:
 def _hard_subset_section(r: dict[str, Any], rid: str) -> list[Section]:
     """Every model on the rule baseline's failures and on the rest."""
     return [
-        Section(
+        Section.of(
             f"Hard subset ({rid})",
             f"Decisions the rule baseline {r['rule']} gets wrong: {r['hard_decisions']} "
             f"of {r['n']} ({100 * r['hard_share']:.1f}%, {r['hard_items']} items).",
             [
                 {
                     "model": lab,
-                    "all": _fmt_ci(v["all"]),
-                    "hard subset": _fmt_ci(v["hard"]),
-                    "rest": _fmt_ci(v["easy"]),
+                    "all": fmt_ci(v["all"]),
+                    "hard subset": fmt_ci(v["hard"]),
+                    "rest": fmt_ci(v["easy"]),
                 }
                 for lab, v in r["models"].items()
             ],
@@ -584,7 +535,7 @@ def _rank_transfer_section(r: dict[str, Any], rid: str) -> list[Section]:
     """Model scores on two item sets and their rank correlation."""
     a_, b_ = r["sets"]
     return [
-        Section(
+        Section.of(
             f"Rank transfer {a_} -> {b_} ({rid})",
             f"Spearman rho {r['spearman_rho']:.3f} (p {r['spearman_p']:.3g}), "
             f"Pearson r {r['pearson_r']:.3f} (p {r['pearson_p']:.3g}) over "
@@ -599,14 +550,14 @@ def _rank_transfer_section(r: dict[str, Any], rid: str) -> list[Section]:
 def _paired_conditions_section(r: dict[str, Any], rid: str) -> list[Section]:
     """Base vs +GT per model: net change, repairs and harms."""
     return [
-        Section(
+        Section.of(
             f"Paired conditions Base -> +GT ({rid})",
             "Same items, one input given as truth; repairs = wrong -> right, "
             "harms = right -> wrong.",
             [
                 {
                     "model": m,
-                    "net change [95% CI]": _fmt_ci(v["net_change"]),
+                    "net change [95% CI]": fmt_ci(v["net_change"]),
                     "repairs": v["repairs"],
                     "harms": v["harms"],
                     "kept right": v["kept_right"],
@@ -625,12 +576,12 @@ def _paired_conditions_section(r: dict[str, Any], rid: str) -> list[Section]:
 def _open_similarity_section(r: dict[str, Any], rid: str) -> list[Section]:
     """Open answers' similarity to the reference, with z-scores."""
     return [
-        Section(
+        Section.of(
             f"Open-answer similarity ({rid})",
             f"Cosine similarity to the reference with the local MiniLM embedder over "
             f"{', '.join(r['fields'])} ({r['n']} answers); z-score across models.",
             [
-                {"model": m, "similarity": _fmt_ci(v["similarity"]), "z": v["z"]}
+                {"model": m, "similarity": fmt_ci(v["similarity"]), "z": v["z"]}
                 for m, v in r["models"].items()
             ],
             n=[_items(v["similarity"]) for v in r["models"].values()],
@@ -674,11 +625,8 @@ def _resamples(board: list[dict[str, Any]]) -> int:
 
 
 def _fmt_pp(d: dict[str, Any] | None) -> str:
-    if not d:
-        return "—"
-    if d.get("low") is None:
-        return f"{d['point']:+.1f}"
-    return with_design(f"{d['point']:+.1f} [{d['low']:+.1f}, {d['high']:+.1f}]", d)
+    """A difference in percentage points with its interval."""
+    return fmt_ci(d, digits=1, sign=True)
 
 
 def _safe(name: str) -> str:
@@ -694,7 +642,7 @@ def _conditions(board: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 {
                     "model": _label(m),
                     **{c: f"{v['accuracy']:.3f}" for c, v in per.items()},
-                    "nAUDC": _fmt_ci((m["metrics"]["naudc"] or {}).get("value")),
+                    "nAUDC": fmt_ci((m["metrics"]["naudc"] or {}).get("value")),
                 }
             )
     return rows
@@ -859,10 +807,3 @@ def _plot_provenance(g: dict[str, Any], path: Path) -> Figure:
     ax.set_ylabel("accuracy")
     ax.legend()
     return _save(fig, path)
-
-
-def _cell(v: Any) -> str:
-    """A table cell as shown (the renderer escapes it for Markdown or HTML)."""
-    if isinstance(v, float):
-        return f"{v:.3f}"
-    return "—" if v is None else str(v)

@@ -19,7 +19,7 @@ def csv_bytes(table: pd.DataFrame) -> bytes:
 
 def design_warning(*sources: Any) -> None:
     """``st.warning`` with the thin-design note of the intervals in ``sources`` (if any)."""
-    from truthline.audit._cifmt import design_note
+    from truthline.stats import design_note
 
     note = design_note(sources)
     if note:

@@ -482,7 +482,7 @@ class Demo:
             for m in rows:
                 table.add_row(*_inflation_row(m))
             self.console.print(table)
-            from truthline.audit._cifmt import design_note
+            from truthline.stats import design_note
 
             note = design_note(rows)
             if note:  # e.g. 4 videos in 2 sites: never shown as if over that many items
@@ -532,33 +532,13 @@ def _short(d: Any) -> str:
 
 
 def _inflation_row(m: dict[str, Any]) -> list[str]:
-    from truthline.audit._cifmt import with_design
+    from truthline.stats import fmt_ci
 
     def pct(x: Any) -> str:
-        if isinstance(x, dict):
-            p, lo, hi = x.get("point"), x.get("low"), x.get("high")
-            if p is None:
-                return "-"
-            return with_design(
-                f"{100 * p:.1f}%"
-                + (
-                    f" [{100 * lo:.1f}, {100 * hi:.1f}]"
-                    if lo is not None and hi is not None
-                    else ""
-                ),
-                x,
-            )
-        return "-" if x is None else f"{100 * x:.1f}%"
+        return fmt_ci(x, digits=1, scale=100.0, unit="%", missing="-")
 
     def pp(x: Any) -> str:
-        if isinstance(x, dict) and x.get("point") is not None:
-            lo, hi = x.get("low"), x.get("high")
-            return with_design(
-                f"{x['point']:+.1f}"
-                + (f" [{lo:+.1f}, {hi:+.1f}]" if lo is not None and hi is not None else ""),
-                x,
-            )
-        return "-"
+        return fmt_ci(x, digits=1, sign=True, missing="-") if isinstance(x, dict) else "-"
 
     return [
         str(m.get("model")),

@@ -9,7 +9,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup, escape
 
-from truthline.report._model import Figure, Paragraph, Report, Table
+from truthline.report._model import Figure, Paragraph, Report, Section, Table
 
 
 def _inline(text: Any) -> Markup:
@@ -60,10 +60,24 @@ def _view(b: Paragraph | Table | Figure) -> _View:
     return _View("table", columns=cols, rows=rows, notes=b.notes, n_index=cols.index(b.n_column))
 
 
+def _blocks(s: Section) -> list[_View]:
+    """The section's blocks as shown: empty paragraphs dropped, the thin-design note of its
+    sources under its first table (or last, as a paragraph, when it has no table)."""
+    blocks = [_view(b) for b in s.blocks if not (isinstance(b, Paragraph) and not b.text)]
+    note = s.note
+    if note:
+        table = next((v for v in blocks if v.kind == "table"), None)
+        if table is not None:
+            table.notes = [note, *(table.notes or [])]
+        else:
+            blocks.append(_View("paragraph", text=note))
+    return blocks
+
+
 def _context(report: Report) -> dict[str, Any]:
     sections = []
     for i, s in enumerate(report.sections, 1):
-        blocks = [_view(b) for b in s.blocks if not (isinstance(b, Paragraph) and not b.text)]
+        blocks = _blocks(s)
         sections.append({"title": s.title, "level": s.level, "anchor": i, "blocks": blocks})
     view = {
         "title": report.title,

@@ -7,7 +7,9 @@ batches with one matrix product per batch; ``design_ci`` records the design on e
 and falls back to a cluster jackknife (t quantiles) on thin designs; ``proportion_ci`` is
 Wilson / Clopper-Pearson for counts; ``krippendorff_pair_bootstrap`` is alpha's
 pair bootstrap (KALPHA compatibility only: narrower). ``kappa_from_counts`` and friends
-are the one Cohen's kappa kernel (the audit calls it).
+are the one Cohen's kappa kernel (the audit calls it). ``fmt_ci`` is how every report, CLI
+table and dashboard shows an interval, with its design (``with_design``) and the
+thin-design note under a table (``design_note``).
 """
 
 from truthline.stats._bootstrap import (
@@ -43,6 +45,14 @@ from truthline.stats._coef import (
     coefficient,
     get_coefficient,
     registered_coefficients,
+)
+from truthline.stats._format import (
+    design_label,
+    design_note,
+    fmt_ci,
+    is_ci,
+    warnings_in,
+    with_design,
 )
 from truthline.stats._kappa import (
     ToleranceWeights,
@@ -98,14 +108,18 @@ __all__ = [
     "cohen_kappa",
     "design",
     "design_ci",
+    "design_label",
+    "design_note",
     "design_words",
     "disagreement_structure",
     "draw",
     "fleiss_kappa",
+    "fmt_ci",
     "from_counts",
     "from_long",
     "get_coefficient",
     "gwet_ac1",
+    "is_ci",
     "is_count_share",
     "jackknife_t",
     "kappa_ci",
@@ -130,4 +144,6 @@ __all__ = [
     "registered_coefficients",
     "scorer_vs_majority",
     "scott_pi",
+    "warnings_in",
+    "with_design",
 ]

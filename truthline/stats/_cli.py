@@ -19,6 +19,7 @@ from rich.table import Table
 from truthline._cli_common import JsonOpt, ProjectOpt, console, emit, workspace, ws_project
 from truthline.stats._bootstrap import CI
 from truthline.stats._ci import agreement
+from truthline.stats._format import fmt_ci
 from truthline.stats._ratings import AgreementError, Ratings
 from truthline.stats._structure import (
     disagreement_structure,
@@ -181,6 +182,7 @@ def _warn(cis: Iterable[CI]) -> None:
 
 
 def _fmt(x: float | None) -> str:
+    """A plain number (a NaN bound of a ``CI`` object prints as ``nan``, as it always has)."""
     return "—" if x is None else f"{x:.3f}"
 
 
@@ -279,7 +281,7 @@ def agreement_cmd(
                 + (f" ({x.level})" if x.level else "")
                 + (f" [{x.weights}]" if x.weights not in (None, "none") else "")
             )
-            interval = f"[{_fmt(d['low'])}, {_fmt(d['high'])}]" if d["low"] is not None else "—"
+            interval = fmt_ci(d, point=False, design=False)
             t.add_row(
                 label,
                 _fmt(d["point"]),

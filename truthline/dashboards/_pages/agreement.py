@@ -20,9 +20,11 @@ from truthline.dashboards._context import Context
 from truthline.dashboards._frame import cached
 from truthline.dashboards._plots import forest, heatmap
 from truthline.dashboards._registry import page
+from truthline.vocab import Arm
 
 DEFAULT_COEFS = ["alpha", "ac1", "pairwise"]
-ARMS = {"all arms": None, "blind": "blind", "anchored": "anchored"}
+ARMS = {"all arms": None, "blind": Arm.BLIND, "anchored": Arm.ANCHORED}
+"""The arm filter: label -> arm (``None``: every arm)."""
 MEASURES = {"kappa": "Cohen's kappa", "agreement": "raw agreement"}
 
 

@@ -19,17 +19,13 @@ from truthline.dashboards._frame import cached
 from truthline.dashboards._plots import ci_bars, ci_row, forest
 from truthline.dashboards._registry import page
 from truthline.errors import TruthlineError
+from truthline.stats import fmt_ci
+from truthline.vocab import Direction
 
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "star", "hexagon", "cross")
 """Marker shapes per annotator, so close points stay distinguishable without colour."""
 
-DIRECTIONS = (
-    "productive_anchoring",
-    "harmful_anchoring",
-    "harmful_override",
-    "productive_override",
-    "wrong_override",
-)
+DIRECTIONS = tuple(Direction)
 
 
 def audit_result(ctx: Context, gradient_model: str | None = None) -> dict[str, Any]:
@@ -384,12 +380,11 @@ def _section_gradient(res: dict[str, Any]) -> None:
     ]
     df = pd.DataFrame(rows)
     infl = ci_row(g.get("inflation_pp"))
+    interval = fmt_ci(infl, digits=1, point=False, design=False, missing="")
     st.metric(
         "Inflation blind -> VLM-sourced (pp)",
-        f"{infl['point']:+.1f}" if infl["point"] == infl["point"] else "n/a",
-        help=f"95% CI [{infl['low']:.1f}, {infl['high']:.1f}]"
-        if infl["low"] == infl["low"]
-        else None,
+        fmt_ci(infl["point"], digits=1, sign=True, missing="n/a"),
+        help=f"95% CI {interval}" if interval else None,
     )
     chart(
         ci_bars(df, "reference", y_title="agreement of the predictions (95% CI)"),

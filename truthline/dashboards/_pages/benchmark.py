@@ -22,6 +22,7 @@ from truthline.dashboards._pages.samples import samples_link
 from truthline.dashboards._plots import ci_bars, ci_row, forest, heatmap
 from truthline.dashboards._registry import benchmark_sections, page
 from truthline.dashboards._sections import render_sections
+from truthline.vocab import Slice
 
 SAMPLE_LINKS = {
     "samples": "all answers",
@@ -300,7 +301,7 @@ def _gold_provenance(ctx: Context, run_id: str) -> None:
     recs, infl = [], []
     for m in cg["models"]:
         label = entry_label(m)
-        for sl in ("blind", "anchored", "vlm-sourced"):
+        for sl in (Slice.BLIND.value, Slice.ANCHORED.value, Slice.VLM_SOURCED.value):
             if m.get(sl):
                 link = row_link(m, run_id, slice=sl)
                 recs.append({"model": label, "gold slice": sl, **ci_row(m[sl]), "samples": link})
@@ -332,8 +333,7 @@ def _gold_provenance(ctx: Context, run_id: str) -> None:
 def _across(ctx: Context, run_id: str) -> None:
     """The metrics across models the project names (routing oracle, ensemble, hard subset,
     rank transfer, ...), each table row with its n: the report's sections."""
-    from truthline.benchmark import across_metrics
-    from truthline.benchmark._report import across_sections
+    from truthline.benchmark import across_metrics, across_sections
 
     data = cached(
         ctx,
@@ -363,7 +363,7 @@ def _n_cell(n: Any) -> str:
 
 @page("Benchmark", order=40, icon=":material/leaderboard:")
 def benchmark(ctx: Context) -> None:
-    from truthline.benchmark import SLICES, leaderboard, list_runs
+    from truthline.benchmark import leaderboard, list_runs
 
     st.title("Benchmark")
     runs = cached(ctx, "truthline.benchmark.list_runs", lambda: list_runs(ctx.store, ctx.name))
@@ -375,7 +375,7 @@ def benchmark(ctx: Context) -> None:
     ids = [r["run_id"] for r in runs]
     c1, c2 = st.columns([3, 1])
     chosen = c1.multiselect("Runs", ids, default=ids, key="bench-runs") or ids
-    slice_ = c2.selectbox("Gold slice", list(SLICES), key="bench-slice")
+    slice_ = c2.selectbox("Gold slice", [s.value for s in Slice], key="bench-slice")
     rows = cached(
         ctx,
         "truthline.benchmark.leaderboard",

@@ -13,7 +13,7 @@ are not in the decisions, so they leave the support and show as coverage N/n.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -21,7 +21,11 @@ import pandas as pd
 from truthline.benchmark import _metrics as M
 from truthline.benchmark._registry import RunScored, metric
 from truthline.models._prompt import typed_meta
+from truthline.stats import fmt_ci
 from truthline.systems.physalign._nearest import NEAREST_RULE, nearest_region
+
+if TYPE_CHECKING:
+    from truthline.report import Section
 
 T03_IMAGE = "T03-image"
 
@@ -314,9 +318,7 @@ def _probe_protocol(v: RunScored) -> dict[str, Any]:
 
 def _pct(ci: dict[str, Any] | None) -> str:
     """A share with its interval (the report's CI format)."""
-    from truthline.benchmark._report import _fmt_ci
-
-    return _fmt_ci(ci)
+    return fmt_ci(ci)
 
 
 def _cov(c: dict[str, Any]) -> str:
@@ -326,11 +328,11 @@ def _cov(c: dict[str, Any]) -> str:
     )
 
 
-def protocol_sections(r: dict[str, Any], rid: str) -> list[Any]:
+def protocol_sections(r: dict[str, Any], rid: str) -> list[Section]:
     """Report sections of ``probe_protocol`` (the PHYSALIGN.md §13 checklist): G and L,
     Base -> +GT on P_m, rules on H and H_hard, input controls, model pairs; every row with
     its n."""
-    from truthline.benchmark._report import Section
+    from truthline.report import Section
 
     models: dict[str, dict[str, Any]] = r["models"]
     man = r.get("manifest") or {}
@@ -362,7 +364,7 @@ def protocol_sections(r: dict[str, Any], rid: str) -> list[Any]:
         )
         n.append(f"G {g.get('coverage', {}).get('N', 0)} / L {L.get('n', 0)}")
     out.append(
-        Section(
+        Section.of(
             f"Probe protocol: grounding and reading ({rid})",
             "G: every grounding probe; L: T03-image probes with a verified reading. "
             "C+G- = CAcc - JAcc; P(G|C) = JAcc / CAcc (ratios of aggregates). " + how,
@@ -394,7 +396,7 @@ def protocol_sections(r: dict[str, Any], rid: str) -> list[Any]:
         n.append(f"{p['N']} (Base {p['n_base']}, +GT {p['n_gt']})")
     if rows:
         out.append(
-            Section(
+            Section.of(
                 f"Probe protocol: Base -> +GT on P_m ({rid})",
                 "T03-image probes with both records; the +GT input is the verified reading "
                 "of the probe's own anchor, given only where admissible. Paired estimates "
@@ -427,7 +429,7 @@ def protocol_sections(r: dict[str, Any], rid: str) -> list[Any]:
         n.append(f"H {H['model']['n']} / H_hard {n_hard}")
     if rows:
         out.append(
-            Section(
+            Section.of(
                 f"Probe protocol: rule baselines on the same support ({rid})",
                 "H: probes where the frozen nearest-region rule applies; H_hard: those it "
                 "gets wrong. Model and baselines share one support and one weighting; "
@@ -455,7 +457,7 @@ def protocol_sections(r: dict[str, Any], rid: str) -> list[Any]:
             n.append(c["N"])
     if rows:
         out.append(
-            Section(
+            Section.of(
                 f"Probe protocol: input controls ({rid})",
                 "Same probes with and without the control (no-image: no attachment; "
                 "reorder: candidates shown in reverse, aliases bound to their regions).",
@@ -466,7 +468,7 @@ def protocol_sections(r: dict[str, Any], rid: str) -> list[Any]:
     pairs = r.get("pairs") or []
     if pairs:
         out.append(
-            Section(
+            Section.of(
                 f"Probe protocol: model pairs ({rid})",
                 "Grounding of model A minus model B on the probes both answered.",
                 [

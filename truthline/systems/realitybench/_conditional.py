@@ -15,7 +15,7 @@ shared draw, so the models' scores move together in every resample.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -24,6 +24,11 @@ from truthline.benchmark import _metrics as M
 from truthline.benchmark._registry import RunScored, Scored, metric
 from truthline.fields import MultiChoice
 from truthline.stats import CI, design, draw, percentile_ci, proportion_ci
+from truthline.stats import fmt_ci as stats_fmt_ci
+
+if TYPE_CHECKING:
+    from truthline.benchmark import ReportContext
+    from truthline.report import Section
 
 ACCEPT_FIELD = "acceptable"
 ANY_MATCH_DEFAULT = ("visible_face",)
@@ -449,20 +454,12 @@ def human_baseline(
 
 # -- the paper's per-environment tables ---------------------------------------------------------
 def fmt_ci(ci: Any, pct: bool = False) -> str | None:
-    """``0.83 [0.75, 0.90]`` (or percent); None when there is no estimate."""
-    if ci is None:
-        return None
-    k = 100.0 if pct else 1.0
-    p = ci.point if isinstance(ci, CI) else float(ci)
-    if p != p:
-        return None
-    if isinstance(ci, CI) and ci.low == ci.low:
-        return (
-            f"{k * p:.2f} [{k * ci.low:.2f}, {k * ci.high:.2f}]"
-            if not pct
-            else f"{k * p:.0f} [{k * ci.low:.0f}, {k * ci.high:.0f}]"
-        )
-    return f"{k * p:.2f}" if not pct else f"{k * p:.0f}"
+    """``0.83 [0.75, 0.90]`` (or percent, no decimals) without the design; None when there is
+    no estimate (the paper's table format of ``truthline.stats.fmt_ci``)."""
+    shown = stats_fmt_ci(
+        ci, digits=0 if pct else 2, scale=100.0 if pct else 1.0, design=False, missing=""
+    )
+    return shown or None
 
 
 def is_pow(decisions: pd.DataFrame, accept_field: str = ACCEPT_FIELD) -> bool:
@@ -529,11 +526,7 @@ def ranking_rows(across: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Rows of the two rank comparisons from ``across_metrics`` output (plain data)."""
 
     def fmt(v: Any) -> str | None:
-        if not isinstance(v, Mapping) or v.get("point") is None:
-            return None
-        lo, hi = v.get("low"), v.get("high")
-        ci = f" [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None else ""
-        return f"{v['point']:.2f}{ci}"
+        return fmt_ci(v) if isinstance(v, Mapping) else None
 
     rows = []
     for a in across:
@@ -629,12 +622,12 @@ def human_rows(
     return out
 
 
-def report_sections(ctx: Any) -> list[Any]:
+def report_sections(ctx: ReportContext) -> list[Section]:
     """RealityBench sections of ``truthline benchmark report`` (a ``SECTIONS`` builder):
     empty unless the runs carry acceptability verdicts and the project lists the
     ``conditional`` metric."""
     from truthline.benchmark import load_run
-    from truthline.benchmark._report import Section
+    from truthline.report import Section
 
     if "conditional" not in ctx.project.benchmark.metrics:
         return []
@@ -657,7 +650,7 @@ def report_sections(ctx: Any) -> list[Any]:
     t["human"] = [{k: v for k, v in h.items() if k != "by_environment"} for h in humans]
     ctx.data["realitybench"] = t
     secs = [
-        Section(
+        Section.of(
             "RealityBench: acceptability and conditional documentation",
             "Documentation is scored only on frames the acceptability scorer accepts; false "
             "accepts (the model accepts a frame the scorer rejects) are counted on the rest. "
@@ -666,7 +659,7 @@ def report_sections(ctx: Any) -> list[Any]:
             n=[r["frames"] for r in t["overall"]],
             metrics=["conditional", "acceptability"],
         ),
-        Section(
+        Section.of(
             "RealityBench: per environment",
             "Per environment and model (the paper's Tables 8-9): acceptability F1 against "
             "the scorer, false accepts over the scorer-rejected frames, documentation score "
@@ -675,7 +668,7 @@ def report_sections(ctx: Any) -> list[Any]:
             n=[r["frames"] for r in t["by_environment"]],
             metrics=["conditional", "acceptability"],
         ),
-        Section(
+        Section.of(
             "RealityBench: documentation per field",
             "Per documentation field on accepted frames (tolerances 1/8 in, 1/4 in, 0.2 deg; "
             "'any named part counts' fields right on any overlap).",
@@ -688,7 +681,7 @@ def report_sections(ctx: Any) -> list[Any]:
     t["rankings"] = ranks
     if ranks:
         secs.append(
-            Section(
+            Section.of(
                 "RealityBench: rankings",
                 "Kendall's tau between the models' acceptability F1 and documentation ranks, "
                 "and between their documentation ranks on two renderings of the same scenes "
@@ -700,7 +693,7 @@ def report_sections(ctx: Any) -> list[Any]:
         )
     if t["human"]:
         secs.append(
-            Section(
+            Section.of(
                 "RealityBench: human baseline",
                 "Each rater of the acceptability-rating project (and the raters' majority) "
                 "scored against the scorer like a model: F1 and false-accept rate.",
@@ -712,7 +705,7 @@ def report_sections(ctx: Any) -> list[Any]:
     return secs
 
 
-def dashboard_sections(ctx: Any, run_ids: Sequence[str]) -> list[Any]:
+def dashboard_sections(ctx: Any, run_ids: Sequence[str]) -> list[Section]:
     """The RealityBench tables on the dashboard's Benchmark page, as report sections (entry
     point ``truthline.dashboard_sections``); none unless the runs carry acceptability
     verdicts."""

@@ -6,12 +6,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from truthline.systems.syndorbench._syndor import CONDITIONS, as_float
+
+if TYPE_CHECKING:
+    from truthline.benchmark import ReportContext
+    from truthline.report import Section
 
 __all__ = [
     "THRESHOLD",
@@ -263,7 +267,7 @@ def plot_by_condition(t: Mapping[str, Any], path: Path) -> Any:
     )
 
 
-def report_sections(ctx: Any) -> list[Any]:
+def report_sections(ctx: ReportContext) -> list[Section]:
     """SynDORBench sections of ``truthline benchmark report`` (a ``SECTIONS`` builder):
     empty unless the runs' items are rendered DORI frames (``distance_m`` and ``condition``
     in their metadata)."""
@@ -272,7 +276,7 @@ def report_sections(ctx: Any) -> list[Any]:
     if not is_syndor_project(ctx.project):
         return []
     from truthline.benchmark import load_run
-    from truthline.benchmark._report import Section
+    from truthline.report import Section
 
     parts = [load_run(ctx.store, rid, ctx.project).decisions for rid in ctx.run_ids]
     parts = [p for p in parts if _is_syndor(p)]
@@ -285,7 +289,7 @@ def report_sections(ctx: Any) -> list[Any]:
     rows = table_rows(t)
     thr = f"{100 * t['threshold_value']:.0f}%"
     out = [
-        Section(
+        Section.of(
             "SynDORBench: presence by DORI distance",
             "Accuracy and macro-F1 (%) of the presence question per calibrated distance, over "
             "every lighting condition, viewpoint and pose (SynDORBench Table 3). Presence gold "
@@ -295,7 +299,7 @@ def report_sections(ctx: Any) -> list[Any]:
             n=[r["n"] for r in rows["by_distance"]],
             metrics=["accuracy", "macro_f1"],
         ),
-        Section(
+        Section.of(
             "SynDORBench: presence by lighting condition and distance",
             "Day, night (the camera's raw output) and night-vision (the ISP) per distance "
             f"(SynDORBench Table 7); the dashed line in the plot above is the {thr} "
@@ -304,7 +308,7 @@ def report_sections(ctx: Any) -> list[Any]:
             n=[r["n"] for r in rows["by_condition"]],
             metrics=["accuracy", "macro_f1"],
         ),
-        Section(
+        Section.of(
             f"SynDORBench: {thr} operational threshold",
             f"The farthest distance (nearest first) up to which a model's presence accuracy "
             f"stays at or above {thr}, and the first distance where it falls below "
@@ -315,7 +319,7 @@ def report_sections(ctx: Any) -> list[Any]:
     ]
     if rows["action"]:
         out.append(
-            Section(
+            Section.of(
                 "SynDORBench: open action answers by distance",
                 "Mean cosine similarity of each open action answer to the reference with the "
                 "local MiniLM embedder (the paper used E5), and its z-score across models "
@@ -328,7 +332,7 @@ def report_sections(ctx: Any) -> list[Any]:
     return out
 
 
-def dashboard_sections(ctx: Any, run_ids: Sequence[str]) -> list[Any]:
+def dashboard_sections(ctx: Any, run_ids: Sequence[str]) -> list[Section]:
     """The SynDORBench tables on the dashboard's Benchmark page, as report sections (entry
     point ``truthline.dashboard_sections``); none unless the runs' items are rendered DORI
     frames."""
@@ -337,8 +341,7 @@ def dashboard_sections(ctx: Any, run_ids: Sequence[str]) -> list[Any]:
     import tempfile
 
     from truthline.benchmark import load_run
-    from truthline.report import Figure, Paragraph, Table
-    from truthline.report import Section as Sec
+    from truthline.report import Figure, Paragraph, Section, Table
 
     parts = [load_run(ctx.store, rid, ctx.project).decisions for rid in run_ids]
     parts = [p for p in parts if _is_syndor(p)]
@@ -357,10 +360,10 @@ def dashboard_sections(ctx: Any, run_ids: Sequence[str]) -> list[Any]:
         f"accuracy vs distance; dashed: the {thr} operational threshold", fig.data, fig.mime
     )
     return [
-        Sec("SynDORBench", [Paragraph(caption), plot]),
-        Sec("By distance", [Table.from_records(rows["by_distance"])], level=3),
-        Sec(
+        Section("SynDORBench", [Paragraph(caption), plot]),
+        Section("By distance", [Table.from_records(rows["by_distance"])], level=3),
+        Section(
             "By lighting condition × distance", [Table.from_records(rows["by_condition"])], level=3
         ),
-        Sec(f"{thr} operational threshold", [Table.from_records(rows["threshold"])], level=3),
+        Section(f"{thr} operational threshold", [Table.from_records(rows["threshold"])], level=3),
     ]

@@ -1,36 +1,97 @@
-"""How a CI's design is shown beside it, in every report, CLI table and dashboard.
+"""How an interval is shown, in every report, CLI table and dashboard: ``fmt_ci`` and the
+design beside it.
 
 A CI over 2 clusters is not one over 28 items: each interval carries the number of
 clusters (and strata) it resampled, and a table whose intervals came from a thin design
-gets one visible note with the warning (``stats.design`` decides what is thin).
-Works on ``CI.as_dict()``-style plain dicts, which is what reports and pages hold.
+gets one visible note with the warning (``design`` decides what is thin). Works on
+``CI.as_dict()``-style plain dicts (what results hold across packages) and on ``CI``
+objects; a missing estimate is ``None`` or NaN.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from truthline.stats import design_words
+from truthline.stats._bootstrap import CI, design_words
+
+__all__ = ["design_label", "design_note", "fmt_ci", "is_ci", "warnings_in", "with_design"]
 
 
 def is_ci(obj: Any) -> bool:
     return isinstance(obj, dict) and "point" in obj and "low" in obj and "high" in obj
 
 
-def design_label(ci: dict[str, Any] | None) -> str:
+def design_label(ci: Mapping[str, Any] | None) -> str:
     """``"4 clusters in 2 strata"``; ``""`` for an interval over independent items."""
     if not ci:
         return ""
     return design_words(ci.get("clusters"), ci.get("strata"), ci.get("n", 0))
 
 
-def with_design(text: str, ci: dict[str, Any] | None) -> str:
+def with_design(text: str, ci: Mapping[str, Any] | None) -> str:
     """``text`` plus the design in parentheses, with a ⚠ when the design is thin."""
     label = design_label(ci)
     if not label or ci is None or ci.get("low") is None:
         return text
     return f"{text} ({label}{' ⚠' if ci.get('warning') else ''})"
+
+
+def _number(x: Any) -> float | None:
+    """``x`` as a float; ``None`` when it is missing (``None`` or NaN)."""
+    if x is None:
+        return None
+    f = float(x)
+    return None if math.isnan(f) else f
+
+
+def fmt_ci(
+    ci: Mapping[str, Any] | CI | float | None,
+    *,
+    digits: int = 3,
+    scale: float = 1.0,
+    unit: str = "",
+    sign: bool = False,
+    design: bool = True,
+    point: bool = True,
+    missing: str = "—",
+) -> str:
+    """An estimate with its interval: ``"0.750 [0.700, 0.800] (4 clusters in 2 strata ⚠)"``.
+
+    ``ci`` is a ``CI.as_dict()``-style dict, a ``CI`` or a bare number (no interval).
+    ``scale`` multiplies point and bounds (100: a share in percent), ``digits`` are the
+    decimals, ``unit`` follows the point (``"%"``, ``" pp"``), ``sign`` always shows the
+    sign (differences). ``design``: the resampling design beside the interval (see
+    ``with_design``); ``point=False`` shows the interval alone (``"[0.700, 0.800]"``).
+    Without an estimate: ``missing``; without an interval: the point alone (or
+    ``missing`` when ``point=False``).
+    """
+    if ci is None:
+        return missing
+    if isinstance(ci, CI):
+        d: Mapping[str, Any] = {
+            k: getattr(ci, k)
+            for k in ("point", "low", "high", "n", "clusters", "strata", "warning")
+        }
+    elif isinstance(ci, Mapping):
+        d = ci
+    else:
+        d = {"point": ci, "low": None, "high": None}
+    if not d:
+        return missing
+    p, lo, hi = _number(d.get("point")), _number(d.get("low")), _number(d.get("high"))
+    spec = f"{'+' if sign else ''}.{digits}f"
+    if lo is None or hi is None:
+        if not point or p is None:
+            return missing
+        return f"{p * scale:{spec}}{unit}"
+    interval = f"[{lo * scale:{spec}}, {hi * scale:{spec}}]"
+    if point:
+        if p is None:
+            return missing
+        interval = f"{p * scale:{spec}}{unit} {interval}"
+    return with_design(interval, d) if design else interval
 
 
 def _thin(objs: Iterable[Any]) -> list[dict[str, Any]]:
