@@ -39,9 +39,10 @@ from truthline.annotate._kinds import FIELD_SCHEMA, FieldUnit, ProjectKind, Scop
 from truthline.annotate._media import item_prefix, media_rel, media_url
 from truthline.errors import TruthlineError
 from truthline.store import Store, json_hash, now, tables
+from truthline.vocab import PUSH_ARMS, Arm
 
 BATCH = 500
-ARMS = ("blind", "anchored", "review")
+ARMS = PUSH_ARMS  # the arms a push creates (truthline.vocab)
 
 
 @dataclass
@@ -521,7 +522,7 @@ def _tier1_values(store: Store, project: Any) -> dict[int, list[tuple[str, dict]
                 a.c.project == project.name,
                 a.c.tier == 1,
                 a.c.skipped.is_(False),
-                a.c.arm.in_(("blind", "anchored", "import")),
+                a.c.arm.in_((Arm.BLIND, Arm.ANCHORED, Arm.IMPORT)),
             )
         ).all()
     by: dict[int, dict[str, tuple[str, dict]]] = {}

@@ -646,7 +646,9 @@ def write_gold(store: Any, project: Any, frames: pd.DataFrame) -> str:
                 (ids[r["key"]], f, v, SCORER_PROVENANCE if f == "acceptable" else GT_PROVENANCE)
             )
     policy = {
-        "source": "truthline.systems.realitybench._pow",
+        # the writer as gold policies have named it since the first snapshot (the module moved
+        # to truthline.systems later): part of the snapshot hash, so it stays as it was
+        "source": "truthline.scenes._pow",
         "acceptable": "acceptability scorer verdict",
         "documentation": "scene ground truth",
     }

@@ -487,7 +487,9 @@ def write_gold(
             values.append((ids[r["key"]], "action", t["action"], GT_PROVENANCE))
             values.append((ids[r["key"]], "action_text", t["action_text"], GT_PROVENANCE))
     policy = {
-        "source": "truthline.systems.syndorbench._syndor",
+        # the writer as gold policies have named it since the first snapshot (the module moved
+        # to truthline.systems later): part of the snapshot hash, so it stays as it was
+        "source": "truthline.scenes._syndor",
         "presence": "in frame AND discernible",
         "discernibility_model": model.summary() if model else None,
     }
