@@ -108,15 +108,7 @@ def ensure_ls_project(
         "show_instruction": True,
     }
     if row is not None:
-        try:
-            client.get(f"/api/projects/{row.ls_project_id}")
-        except LabelStudioError as exc:
-            if exc.status == 404:
-                raise TruthlineError(
-                    f"Label Studio project {row.ls_project_id} ({row.title}) was deleted on "
-                    f"{client.url}; its store records remain. Remove them or push to another server"
-                ) from None
-            raise
+        _require_alive(client, row, "its store records remain")
         patch = dict(settings)
         if row.label_config_hash != cfg_hash:
             patch["label_config"] = cfg
@@ -664,16 +656,11 @@ def _ensure_unit_project(
     A recorded project deleted on the server is refused (its records stay in the store)."""
     row = ls_project_row(store, client.url, scope.name, slot, cohort)
     if row is not None:
-        try:
-            client.get(f"/api/projects/{row.ls_project_id}")
-        except LabelStudioError as exc:
-            if exc.status == 404:
-                raise TruthlineError(
-                    f"Label Studio project {row.ls_project_id} ({row.title}) was deleted on "
-                    f"{client.url}; its records remain in the store ({scope.kind} of "
-                    f"{scope.source}, {slot}). Remove them or push to another server"
-                ) from None
-            raise
+        _require_alive(
+            client,
+            row,
+            f"its records remain in the store ({scope.kind} of {scope.source}, {slot})",
+        )
         return int(row.ls_project_id), str(row.title)
     cfg = kind.label_config(context)
     title = title[:50]
@@ -683,6 +670,20 @@ def _ensure_unit_project(
         store, client.url, scope, slot, cohort, kind.name, int(created["id"]), title, cfg
     )
     return int(created["id"]), title
+
+
+def _require_alive(client: Any, row: Any, remains: str) -> None:
+    """Refuse a recorded Label Studio project that was deleted on the server (one line naming
+    it and what is kept); other server errors propagate."""
+    try:
+        client.get(f"/api/projects/{row.ls_project_id}")
+    except LabelStudioError as exc:
+        if exc.status == 404:
+            raise TruthlineError(
+                f"Label Studio project {row.ls_project_id} ({row.title}) was deleted on "
+                f"{client.url}; {remains}. Remove them or push to another server"
+            ) from None
+        raise
 
 
 def _insert_ls_project(
