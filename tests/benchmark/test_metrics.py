@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from truthline.benchmark import metrics as M
+from truthline.systems import steelbench
 
 RS0 = M.Resampling(resamples=0)
 
@@ -79,7 +80,7 @@ def test_naudc_hand_computed():
 
 
 def test_crg():
-    assert M.crg(
+    assert steelbench.crg(
         [True, True, True, False], [True, False, False, True], rs=RS0
     ).point == pytest.approx(2 / 3)
 
@@ -98,11 +99,11 @@ def test_drs_with_threshold_sensitivity():
         "recall": {"metric": "safety_recall", "op": ">=", "threshold": 0.90},
         "dwa": {"metric": "dwa", "op": ">=", "threshold": 0.80},
     }
-    r = M.drs({"naudc": 0.9, "crg": 0.21, "safety_recall": 0.85, "dwa": 0.81}, checks)
+    r = steelbench.drs({"naudc": 0.9, "crg": 0.21, "safety_recall": 0.85, "dwa": 0.81}, checks)
     assert r["drs"] == 0.5  # naudc and dwa pass
     assert r["drs_relaxed"] == 1.0  # crg <= 0.22 and recall >= 0.81 now pass
     assert r["drs_strict"] == 0.0  # naudc >= 0.935 and dwa >= 0.88 fail
-    assert M.drs({"crg": float("nan")}, {"crg": checks["crg"]})["drs"] == 0.0
+    assert steelbench.drs({"crg": float("nan")}, {"crg": checks["crg"]})["drs"] == 0.0
 
 
 def test_transitions_repairs_and_harms():

@@ -2,15 +2,18 @@
 
 A metric takes a ``Scored`` (one model's scored decisions as a DataFrame, plus the
 project and the resampling settings) and returns a dict whose ``value`` is its headline
-(a ``CI`` or a float, used by DRS checks) next to any detail tables. Adding a metric is
-one function decorated with ``@metric("name")``.
+(a ``CI`` or a float) next to any detail tables. Adding a metric is one function decorated
+with ``@metric("name")``. A metric that reads other metrics' results declares them:
+``@metric("name", needs=("a", "b"))``; it is computed after them (they are computed even
+when the project does not list them) and takes ``(scored, results)``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, is_dataclass
 from importlib.metadata import EntryPoint, entry_points
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -58,6 +61,11 @@ class Scored:
     def field_rows(self, leaf: str) -> pd.DataFrame:
         return self.decisions[self.decisions["field"] == leaf]
 
+    def primary_rows(self) -> pd.DataFrame:
+        """Decisions on ``[benchmark] action_field`` when it has any, else every decision."""
+        f = self.settings.action_field
+        return self.field_rows(f) if f and len(self.field_rows(f)) else self.decisions
+
     @property
     def settings(self):
         return self.project.benchmark
@@ -86,9 +94,13 @@ class RunScored:
 
 
 MetricFn = Callable[[Scored], dict[str, Any]]
+NeedsMetricFn = Callable[[Scored, Mapping[str, Any]], dict[str, Any]]
+"""A metric declared with ``needs``: it also takes the results computed before it."""
 RunMetricFn = Callable[[RunScored], dict[str, Any]]
-_METRICS: Registry[MetricFn] = Registry("benchmark metric")
+_METRICS: Registry[MetricFn | NeedsMetricFn] = Registry("benchmark metric")
 _RUN_METRICS: Registry[RunMetricFn] = Registry("benchmark metric across models")
+_NEEDS: dict[str, tuple[str, ...]] = {}
+"""Per-model metric name -> the metrics whose results it reads (only metrics with needs)."""
 
 METRIC_ENTRY_POINTS = "truthline.metrics"
 """Entry-point group of metrics defined outside this package (a paper system, a plug-in):
@@ -144,17 +156,42 @@ manifest_facts: Registry[Callable[[Project], dict[str, Any]]] = Registry(
 geometry the numbers depend on. Every registered fact is asked; keys keep registry order."""
 
 
-def metric(name: str, *, across: bool = False) -> Callable[[Any], Any]:
+def metric(name: str, *, across: bool = False, needs: Iterable[str] = ()) -> Callable[[Any], Any]:
     """Register a benchmark metric under the name used in ``[benchmark] metrics``.
     ``across=True``: the function takes a ``RunScored`` (all entries of a run) instead of
-    one model's ``Scored``."""
+    one model's ``Scored``.
+
+    ``needs``: per-model metrics whose results this one reads (a score over other metrics'
+    headline values, say). It is computed after them, they are computed even when the
+    project does not list them (only listed metrics are reported), and the function takes
+    ``(scored, results)``: ``results`` maps every metric computed before it for that model
+    (each of its needs, and the listed metrics of a lower depth, see ``compute_metrics``) to
+    its result. A need may be declared by a plug-in (it is imported then); an unknown one, a
+    metric across models, or needs that form a cycle are refused when a project names it."""
+    wanted = tuple(dict.fromkeys(needs))
+    if across and wanted:
+        raise ValueError(
+            f"benchmark metric {name!r}: needs is for per-model metrics "
+            "(a metric across models reads every entry's Scored itself)"
+        )
+    if name in wanted:
+        raise ValueError(f"benchmark metric {name!r} needs itself")
 
     def deco(fn: Any) -> Any:
         if _loaded(name):
             raise ValueError(f"benchmark metric {name!r} is registered twice")
-        return (_RUN_METRICS if across else _METRICS).register(name)(fn)
+        registered = (_RUN_METRICS if across else _METRICS).register(name)(fn)
+        if wanted:
+            _NEEDS[name] = wanted
+        return registered
 
     return deco
+
+
+def metric_needs(name: str) -> tuple[str, ...]:
+    """The metrics ``name`` declares it needs (empty for most)."""
+    _ensure(name)
+    return _NEEDS.get(name, ())
 
 
 def registered_metrics() -> list[str]:
@@ -176,12 +213,47 @@ def is_across(name: str) -> bool:
 
 
 def _check_known(names: list[str]) -> None:
+    """Every name is registered (or declared by a plug-in, which is imported), and so is
+    everything the per-model ones need, without a cycle; else one ``KeyError`` line."""
     unknown = [n for n in names if not _ensure(n)]
     if unknown:
         raise KeyError(
             f"unknown benchmark metric(s) {', '.join(unknown)} "
             f"(registered: {', '.join(registered_metrics())})"
         )
+    _depths([n for n in names if n in _METRICS])
+
+
+def _depths(names: list[str]) -> dict[str, int]:
+    """Depth of each per-model metric in ``names`` and of everything it needs: 0 without
+    needs, else one more than its deepest need. Loads the plug-ins that declare needs; a
+    need that is unknown or across models, or a cycle of needs, is a ``KeyError``."""
+    depth: dict[str, int] = {}
+
+    def visit(name: str, chain: tuple[str, ...]) -> int:
+        if name in depth:
+            return depth[name]
+        if name in chain:
+            cycle = " -> ".join([*chain[chain.index(name) :], name])
+            raise KeyError(f"benchmark metrics need each other in a cycle: {cycle}")
+        needs = _NEEDS.get(name, ())
+        for need in needs:
+            if not _ensure(need):
+                raise KeyError(
+                    f"benchmark metric {name!r} needs {need!r}, which is not registered "
+                    f"(registered: {', '.join(registered_metrics())})"
+                )
+            if need not in _METRICS:
+                raise KeyError(
+                    f"benchmark metric {name!r} needs {need!r}, a metric across models "
+                    "(needs are per-model metrics)"
+                )
+        depth[name] = 1 + max((visit(n, (*chain, name)) for n in needs), default=-1)
+        return depth[name]
+
+    for n in names:
+        visit(n, ())
+    return depth
 
 
 def compute_run_metrics(view: RunScored, names: list[str]) -> dict[str, Any]:
@@ -191,22 +263,32 @@ def compute_run_metrics(view: RunScored, names: list[str]) -> dict[str, Any]:
 
 
 def compute_metrics(scored: Scored, names: list[str]) -> dict[str, Any]:
-    """Every named per-model metric (DRS last, since it reads the others' headline values);
-    metrics across models are skipped here (``compute_run_metrics``)."""
+    """Every named per-model metric, by depth (``_depths``: those that need nothing first,
+    then those that need only those, ...) and in the named order within a depth, which is
+    also the order of the result. A metric's needs are computed before it, once, even when
+    not named (then they are not returned). Metrics across models are skipped here
+    (``compute_run_metrics``)."""
     _check_known(names)
-    names = [n for n in names if n in _METRICS]
-    out: dict[str, Any] = {}
-    for n in [n for n in names if n != "drs"]:
-        out[n] = _METRICS[n](scored)
-    if "drs" in names:
-        values = {k: headline(v) for k, v in out.items()}
-        for k in ("naudc", "crg", "safety_recall", "dwa", "accuracy", "macro_f1", "f2_detect"):
-            if k not in values and k in _METRICS:
-                values[k] = headline(_METRICS[k](scored))
-        scored_values = values
-        out["drs"] = M.drs(scored_values, scored.settings.checks)
-        out["drs"]["value"] = out["drs"]["drs"]
-    return out
+    listed = list(dict.fromkeys(n for n in names if n in _METRICS))
+    depth = _depths(listed)
+    results: dict[str, Any] = {}
+
+    def compute(name: str) -> None:
+        if name in results:
+            return
+        needs = _NEEDS.get(name)
+        if not needs:
+            results[name] = _METRICS[name](scored)  # type: ignore[call-arg]
+            return
+        for n in needs:
+            compute(n)
+        view = MappingProxyType(dict(results))  # what was computed before it, read-only
+        results[name] = _METRICS[name](scored, view)  # type: ignore[call-arg]
+
+    ordered = sorted(listed, key=lambda n: depth[n])  # stable: named order within a depth
+    for n in ordered:
+        compute(n)
+    return {n: results[n] for n in ordered}
 
 
 def headline(result: Any) -> float:
@@ -327,30 +409,6 @@ def _acceptability(s: Scored) -> dict[str, Any]:
     return {"value": first["f1"] if first else None, "by_field": out}
 
 
-def _safety(s: Scored) -> dict[str, Any] | None:
-    f = s.settings.safety_field
-    if not f:
-        return None
-    rows = s.field_rows(f)
-    if not len(rows):
-        return None
-    return M.safety(rows["gold"].tolist(), rows["pred"].tolist(), **s.boot_args(rows))
-
-
-@metric("safety_recall")
-def _safety_recall(s: Scored) -> dict[str, Any]:
-    r = _safety(s)
-    return {"value": r["safety_recall"] if r else None, **({"counts": r["counts"]} if r else {})}
-
-
-@metric("false_alarm_share")
-def _false_alarm_share(s: Scored) -> dict[str, Any]:
-    r = _safety(s)
-    if r is None:
-        return {"value": None}
-    return {"value": r["false_alarm_share"], "regime": r["regime"], "counts": r["counts"]}
-
-
 def confidence_value(ft: Any, v: Any) -> float | None:
     """Stated confidence as a number in [0, 1]: numbers as given (percent if > 1); an ordered
     choice maps its k-th of K levels to k/K (low/medium/high -> 1/3, 2/3, 1)."""
@@ -365,14 +423,9 @@ def confidence_value(ft: Any, v: Any) -> float | None:
     return None
 
 
-def _primary(s: Scored) -> pd.DataFrame:
-    f = s.settings.action_field
-    return s.field_rows(f) if f and len(s.field_rows(f)) else s.decisions
-
-
 @metric("ece")
 def _ece(s: Scored) -> dict[str, Any]:
-    rows = _primary(s)
+    rows = s.primary_rows()
     rows = rows[rows["confidence"].notna()]
     if not len(rows):
         return {"value": None, "note": "no stated confidence in the answers"}
@@ -394,26 +447,6 @@ def _naudc(s: Scored) -> dict[str, Any]:
     return r
 
 
-@metric("crg")
-def _crg(s: Scored) -> dict[str, Any]:
-    a, sf = s.settings.action_field, s.settings.safety_field
-    if not a or not sf:
-        return {"value": None, "note": "needs benchmark.action_field and safety_field"}
-    act = s.field_rows(a)[["item_id", "entity", "correct", "parent", "stratum"]]
-    saf = s.field_rows(sf)[["item_id", "entity", "correct"]]
-    j = act.merge(saf, on=["item_id", "entity"], suffixes=("_a", "_s"))
-    if not len(j):
-        return {"value": None}
-    ci = M.crg(j["correct_a"].astype(bool), j["correct_s"].astype(bool), **s.boot_args(j))
-    return {"value": ci, "perceived": int(j["correct_a"].sum())}
-
-
-@metric("dwa")
-def _dwa(s: Scored) -> dict[str, Any]:
-    rows = _primary(s)
-    return {"value": M.accuracy(rows["credit"], **s.boot_args(rows)) if len(rows) else None}
-
-
 @metric("f2_detect")
 def _f2(s: Scored) -> dict[str, Any]:
     e = s.entities
@@ -425,8 +458,3 @@ def _f2(s: Scored) -> dict[str, Any]:
         e[col] = e["item_id"].map(meta[col]) if col in meta else None
     ci = M.f_beta(e["tp"], e["fp"], e["fn"], beta=2.0, **s.boot_args(e))
     return {"value": ci, "counts": {k: int(e[k].sum()) for k in ("tp", "fp", "fn")}}
-
-
-@metric("drs")
-def _drs(s: Scored) -> dict[str, Any]:  # computed in compute_metrics from the others
-    return compute_metrics(s, ["drs"])["drs"]

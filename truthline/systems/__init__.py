@@ -12,6 +12,8 @@ is a package of its own that declares the same entry points (README: "Add a syst
   verification, the probe protocol.
 * ``realitybench`` — RealityBench proof-of-work frames (seeds/000): environments, the
   acceptability scorer's validation, conditional scoring.
+* ``steelbench`` — SteelBench (seeds/001): its diagnostic metrics (safety recall,
+  false-alarm share, CRG, DWA, DRS); the rest of SteelBench is the generic loop.
 * ``syndorbench`` — SynDORBench (seeds/003): the DORI environment, night-vision variants,
   discernibility labels, the paper's tables.
 """
