@@ -31,8 +31,8 @@ truthline ``entry_points.txt`` before and after the capture: entry points come f
 installed dist-info, not from ``--src``), ``_raw/`` (stdout before normalization) and ``_logs/``
 (stderr of every command).
 
-What is normalized: only what differed between two captures of the same tree (/work/base
-twice), in the one table ``NORMALIZE`` below; everything else is byte for byte:
+What is normalized: only what differed between two captures of the same tree
+(the pre-refactor tree, twice), in the one table ``NORMALIZE`` below; everything else is byte for byte:
 
 * the sequence's temp workspace folder -> ``<WS>`` (a fresh mkdtemp per run);
 * ``127.0.0.1:<the Label Studio port of this run>`` -> ``127.0.0.1:<LS_PORT>`` (a free port);
@@ -82,7 +82,7 @@ class Rule:
 
 
 # THE table of what may differ between two runs of the same code, found by capturing
-# /work/base twice and diffing (nothing else differed). Applied in order to every captured
+# the pre-refactor tree twice and diffing (nothing else differed). Applied in order to every captured
 # stdout before it is written; nothing else is touched. ``{ws}`` is this sequence's fresh temp
 # folder and ``{ls_port}`` the free port its Label Studio got (both regex-escaped); the other
 # rules need no run value and match only the one JSON key each names.
