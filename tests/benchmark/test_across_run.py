@@ -90,9 +90,9 @@ def test_per_worker_calibration(across_run):
     [m] = [
         m
         for m in model_metrics(ws.store, project, rid, resamples=0)
-        if m["model"] == "simulated:steel-strong"
+        if m.model == "simulated:steel-strong"
     ]
-    bins = m["metrics"]["ece"]["bins"]
+    bins = m.metrics["ece"]["bins"]
     assert sum(b["n"] for b in bins) == int(workers["confidence"].notna().sum())
 
 

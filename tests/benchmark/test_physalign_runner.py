@@ -288,8 +288,8 @@ def test_a_rule_that_raises_is_an_error_of_its_item_naming_the_exception(physics
     # an error stays in the denominator: every decision scored wrong
     assert all(not d["correct"] for r in rows for d in r.scores["decisions"])
     (row,) = model_metrics(ws.store, project, "crash1", metrics=["accuracy"], resamples=0)
-    assert (row["error"], row["infra_missing"], row["coverage"]) == (16, 0, 1.0)
-    assert row["metrics"]["accuracy"]["value"]["point"] == 0.0
+    assert (row.error, row.infra_missing, row.coverage) == (16, 0, 1.0)
+    assert row.accuracy["point"] == 0.0
 
 
 def test_random_rule_draws_among_the_items_own_candidates_and_manifest_freezes_protocol(physics):

@@ -103,14 +103,14 @@ def test_scoring_contract_outcomes(bench_ws):
     assert rows[ids[7]].scores["reason"] == "refused" and acc(ids[7]) == 0.0
     assert rows[ids[8]].status == "infra_missing"
     [m] = model_metrics(ws.store, project, man["run_id"], resamples=0)
-    assert m["requests"] == 16 and m["infra_missing"] == 1 and m["model_failure"] == 4
-    assert m["coverage"] == pytest.approx(15 / 16)
-    assert m["format_rate"] == pytest.approx(11 / 15)
+    assert m.requests == 16 and m.infra_missing == 1 and m.model_failure == 4
+    assert m.coverage == pytest.approx(15 / 16)
+    assert m.format_rate == pytest.approx(11 / 15)
     # failures stay in the denominator, infra-missing does not
     n_dec = sum(len(rows[i].scores["decisions"]) for i in ids if i != ids[8])
-    assert m["decisions"] == n_dec
+    assert m.decisions == n_dec
     wrong = sum(len(rows[i].scores["decisions"]) for i in ids[2:4] + ids[6:8]) + 1
-    assert m["metrics"]["accuracy"]["value"]["point"] == pytest.approx((n_dec - wrong) / n_dec)
+    assert m.accuracy["point"] == pytest.approx((n_dec - wrong) / n_dec)
 
 
 def test_resume_does_not_repeat_answered_requests(bench_ws):
@@ -155,15 +155,15 @@ def test_rule_baselines_on_same_support(bench_ws):
     man = run_benchmark(
         ws.store, project, RunConfig(models=["rule:majority", "rule:random"]), progress=False
     )
-    board = {m["model"]: m for m in leaderboard(ws.store, project, [man["run_id"]], resamples=0)}
+    board = {m.model: m for m in leaderboard(ws.store, project, [man["run_id"]], resamples=0)}
     maj = board["rule:majority"]
-    assert maj["coverage"] == 1.0 and maj["format_rate"] == 1.0
+    assert maj.coverage == 1.0 and maj.format_rate == 1.0
     # majority's helmet accuracy equals the share of the most common gold helmet value
     helmets = [w["helmet"] for _, t in items for w in t["workers"]]
     top = max(helmets.count(h) for h in set(helmets)) / len(helmets)
-    got = maj["metrics"]["accuracy"]["by_field"]["workers.helmet"]["point"]
+    got = maj.metrics["accuracy"]["by_field"]["workers.helmet"]["point"]
     assert got == pytest.approx(top)
-    assert board["rule:random"]["decisions"] == maj["decisions"]  # same support
+    assert board["rule:random"].decisions == maj.decisions  # same support
 
 
 def test_compare_gold_shows_planted_inflation(bench_ws):
@@ -196,25 +196,25 @@ def test_compare_gold_shows_planted_inflation(bench_ws):
         ws.store, project, RunConfig(models=["canned:x", "simulated:steel-strong"]), progress=False
     )
     cmp = compare_gold(ws.store, project, man["run_id"], resamples=300)
-    by = {m["model"]: m for m in cmp["models"]}
+    by = {m.model: m for m in cmp.models}
     canned = by["canned:x"]
-    assert canned["anchored"]["point"] > canned["blind"]["point"]
-    assert canned["inflation_anchored_pp"]["point"] > 0
-    assert (
-        canned["inflation_anchored_pp"]["low"]
-        < canned["inflation_anchored_pp"]["point"]
-        < canned["inflation_anchored_pp"]["high"]
-    )
-    assert canned["vlm-sourced"]["point"] == 1.0  # its own answers are the VLM-sourced gold
-    assert cmp["mean_inflation_pp"] is not None and cmp["resamples"] == 300
+    assert canned.anchored and canned.blind and canned.inflation_anchored_pp
+    assert canned.anchored["point"] > canned.blind["point"]
+    infl = canned.inflation_anchored_pp
+    assert infl["point"] > 0
+    assert infl["low"] < infl["point"] < infl["high"]
+    assert canned.ci("vlm-sourced") == canned.vlm_sourced
+    assert canned.vlm_sourced and canned.vlm_sourced["point"] == 1.0  # its own answers
+    assert cmp.mean_inflation_pp is not None and cmp.resamples == 300
     # field-balanced: per-field accuracies averaged over the fields every slice holds
-    fb = canned["field_balanced"]
-    assert "workers.action" in fb["fields"]
-    assert fb["vlm-sourced"]["point"] == 1.0
-    assert fb["inflation_anchored_pp"]["point"] == pytest.approx(
-        100 * (fb["anchored"]["point"] - fb["blind"]["point"])
+    fb = canned.field_balanced
+    assert "workers.action" in fb.fields
+    assert fb.vlm_sourced and fb.vlm_sourced["point"] == 1.0
+    assert fb.inflation_anchored_pp and fb.anchored and fb.blind
+    assert fb.inflation_anchored_pp["point"] == pytest.approx(
+        100 * (fb.anchored["point"] - fb.blind["point"])
     )
-    assert fb["inflation_anchored_pp"]["point"] > 0
+    assert fb.inflation_anchored_pp["point"] > 0
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet", "hf"])
@@ -245,9 +245,9 @@ def test_export_reload_rerun_gives_identical_scores(bench_ws, tmp_path, fmt):
     got = load_release(out, st, workspace_projects=tmp_path / "projects")
     man2 = run_benchmark(st, got["project"], RunConfig(models=[spec]), progress=False)
     after = model_metrics(st, got["project"], man2["run_id"], resamples=200)[0]
-    assert after["decisions"] == before["decisions"]
-    assert after["metrics"]["accuracy"] == before["metrics"]["accuracy"]
-    assert after["metrics"]["dwa"] == before["metrics"]["dwa"]
+    assert after.decisions == before.decisions
+    assert after.metrics["accuracy"] == before.metrics["accuracy"]
+    assert after.metrics["dwa"] == before.metrics["dwa"]
     # tampering is caught
     victim = next(p for p in (out / "private").rglob("*") if p.is_file())
     victim.write_bytes(victim.read_bytes() + b"x")

@@ -119,20 +119,18 @@ def test_every_answer_is_one_record_with_the_prompt_as_sent(stub_run):
 def test_records_add_up_to_the_leaderboard(stub_run):
     """The drill-down: the records behind a model hold exactly its leaderboard numbers."""
     ws, project, _items, _log = stub_run
-    board = {m["model"]: m for m in leaderboard(ws.store, project, ["r-samples"], resamples=0)}
+    board = {m.model: m for m in leaderboard(ws.store, project, ["r-samples"], resamples=0)}
     m = board["stub-vlm"]
     recs = run_samples(ws.store, project, "r-samples", SampleFilter(model="stub-vlm"))
-    assert sum(r["n_decisions"] for r in recs) == m["decisions"]
-    assert sum(r["n_correct"] for r in recs) == pytest.approx(
-        m["accuracy"]["point"] * m["decisions"]
-    )
+    assert sum(r["n_decisions"] for r in recs) == m.decisions
+    assert sum(r["n_correct"] for r in recs) == pytest.approx(m.accuracy["point"] * m.decisions)
     fails = run_samples(
         ws.store, project, "r-samples", SampleFilter(model="stub-vlm", outcome="model_failure")
     )
-    assert len(fails) == m["model_failure"] > 0
+    assert len(fails) == m.model_failure > 0
     assert {r["outcome"] for r in fails} == {"parse_error", "refused"}
     infra = run_samples(ws.store, project, "r-samples", SampleFilter(outcome="infra_missing"))
-    assert len(infra) == board["down"]["infra_missing"]
+    assert len(infra) == board["down"].infra_missing
     # decision filters: a field and correctness pick the samples holding such a decision
     flt = SampleFilter(model="stub-vlm", field="worker_count", correct=True)
     right = run_samples(ws.store, project, "r-samples", flt)

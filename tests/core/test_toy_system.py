@@ -38,9 +38,9 @@ from truthline.report import Section
 def sections(ctx):
     """One toy table: the toy metric of every leaderboard entry."""
     rows = [
-        {"model": m["model"], "toy decisions": m["metrics"]["toy_decisions"]["value"]}
+        {"model": m.model, "toy decisions": m.metrics["toy_decisions"]["value"]}
         for m in ctx.board
-        if "toy_decisions" in m["metrics"]
+        if "toy_decisions" in m.metrics
     ]
     if not rows:
         return []

@@ -56,22 +56,22 @@ def test_leaderboard_links_open_the_answers_behind_each_number(stub_ws, app_at):
     bench = app_at(ws, "benchmark")
     assert not bench.exception, bench.exception
     lb = _frame(bench, "samples_failures")
-    want = {m["model"]: m for m in leaderboard(ws.store, project, ["r-samples"])}
+    want = {m.model: m for m in leaderboard(ws.store, project, ["r-samples"])}
     row = lb[lb["model"] == "stub-vlm"].iloc[0]
     m = want["stub-vlm"]
     # all answers of the model: its items, and the decisions its accuracy rests on
     at = app_at(ws, "samples", _query(row["samples"]))
     assert not at.exception, at.exception
     assert int(_metric(at, "samples")) == len(items)
-    assert int(_metric(at, "decisions")) == m["decisions"] == row["decisions"]
-    assert float(_metric(at, "accuracy")) == pytest.approx(m["accuracy"]["point"], abs=5e-4)
+    assert int(_metric(at, "decisions")) == m.decisions == row["decisions"]
+    assert float(_metric(at, "accuracy")) == pytest.approx(m.accuracy["point"], abs=5e-4)
     # the model failures: as many samples as the leaderboard's failures column
     at = app_at(ws, "samples", _query(row["samples_failures"]))
-    assert int(_metric(at, "samples")) == row["model_failure"] == m["model_failure"] > 0
+    assert int(_metric(at, "samples")) == row["model_failure"] == m.model_failure > 0
     assert set(_frame(at, "outcome")["outcome"]) <= {"parse_error", "refused", "truncated"}
     # the wrong decisions: decisions x (1 - accuracy)
     at = app_at(ws, "samples", _query(row["samples_wrong"]))
-    wrong = m["decisions"] - round(m["accuracy"]["point"] * m["decisions"])
+    wrong = m.decisions - round(m.accuracy["point"] * m.decisions)
     assert int(_metric(at, "decisions")) == wrong and int(_metric(at, "correct")) == 0
     # the infrastructure-missing model: its samples say so
     down = lb[lb["model"] == "down"].iloc[0]

@@ -1,10 +1,13 @@
 """Benchmark: the embedded runner over gold, the scoring contract, metrics, reports, export.
 
-Public API: ``run_benchmark``/``RunConfig`` (run or resume; ``RunInterrupted`` on Ctrl-C/SIGTERM), ``load_run``, ``model_metrics``,
-``leaderboard``, ``compare_gold``, ``paired_matrix``, ``condition_change`` (plain data for
-the CLI and dashboards), ``write_report`` (a paper system's report section receives a
-``ReportContext`` and returns ``truthline.report.Section``s; ``across_sections`` shows the
-metrics across models), ``export_release``/``load_release``, the metric
+Public API: ``run_benchmark``/``RunConfig`` (run or resume; ``RunInterrupted`` on
+Ctrl-C/SIGTERM), ``load_run``, ``model_metrics``, ``leaderboard``, ``compare_gold``,
+``paired_matrix`` (typed results for the CLI, report, dashboards and systems: ``EntryKey``, a
+run entry and the one way it is written; ``BoardEntry``, ``GoldComparison`` of
+``SliceScores``, ``PairedMatrix`` of ``PairedCell``s, each with ``as_dict()`` for the JSON
+edge), ``condition_change`` (plain data), ``write_report`` (a paper system's report section
+receives a ``ReportContext`` and returns ``truthline.report.Section``s; ``across_sections``
+shows the metrics across models), ``export_release``/``load_release``, the metric
 registry (``metric``; ``metric(name, across=True)`` for metrics comparing the models of a
 run, computed by ``across_metrics``) and the rule-baseline registry (``rule``; a project adds
 rules in ``rules.py`` beside its definition, see ``load_project_rules``). Pure metric
@@ -46,17 +49,33 @@ from truthline.benchmark._results import (
 )
 from truthline.benchmark._runner import RunConfig, RunInterrupted, load_manifest, run_benchmark
 from truthline.benchmark._scoring import score_answer
+from truthline.benchmark._types import (
+    BoardEntry,
+    EntryKey,
+    FieldBalanced,
+    GoldComparison,
+    PairedCell,
+    PairedMatrix,
+    SliceScores,
+)
 
 __all__ = [
     "SLICES",
+    "BoardEntry",
+    "EntryKey",
+    "FieldBalanced",
     "Gold",
+    "GoldComparison",
     "GoldItem",
+    "PairedCell",
+    "PairedMatrix",
     "ReportContext",
     "RunConfig",
     "RunData",
     "RunInterrupted",
     "RunScored",
     "Scored",
+    "SliceScores",
     "across_metrics",
     "across_names",
     "across_sections",

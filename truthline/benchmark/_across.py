@@ -19,6 +19,7 @@ import pandas as pd
 
 from truthline.benchmark import _metrics as M
 from truthline.benchmark._registry import RunScored, Scored, _targets, across_names, metric
+from truthline.benchmark._types import EntryKey
 from truthline.fields import Text
 from truthline.project import Project
 from truthline.store import Store
@@ -283,7 +284,7 @@ def _paired_conditions(v: RunScored) -> dict[str, Any]:
             per[conds["gt"]]["correct"].astype(bool),
             **_boot(v, base),
         )
-        out[model + (f"|{variant}" if variant else "")] = res
+        out[EntryKey(model, variant).label("|", wrap=("|", ""))] = res  # model|variant
     if not out:
         return {"value": None, "note": "no model has both --condition base and gt in this run"}
     return {"value": None, "models": out}
@@ -319,11 +320,6 @@ _EMBED = None
 
 
 # -- building the view ----------------------------------------------------------------------
-def entry_label(entry: tuple[str, str, str, str]) -> str:
-    """``model`` for a plain base entry, else ``model|variant|condition|control``."""
-    return "|".join(x for x in entry if x) if entry[1:] != ("", "base", "") else entry[0]
-
-
 def run_view(
     store: Store,
     project: Project,
@@ -332,18 +328,19 @@ def run_view(
     slice_: str = "all",
     resamples: int | None = None,
 ) -> RunScored:
-    """Every entry of a run as one ``RunScored``."""
+    """Every entry of a run as one ``RunScored``, keyed by ``EntryKey.id``."""
     from truthline.benchmark._results import attach_arms, load_run, scored_for
 
     run = load_run(store, run_id, project)
     attach_arms(store, run)
     b = project.benchmark
     rs = M.Resampling(b.bootstrap_resamples if resamples is None else resamples, b.seed)
-    entries, kinds, keys = {}, {}, {}
+    entries, kinds = {}, {}
+    keys: dict[str, tuple[str, str, str, str]] = {}
     for e in run.entries():
-        lab = entry_label(e)
+        lab = e.id
         entries[lab] = scored_for(run, project, e, slice_, resamples=resamples)
-        kinds[lab] = run.manifest.get("entries", {}).get("|".join(e), {}).get("kind", "")
+        kinds[lab] = run.manifest.get("entries", {}).get(e.manifest_key, {}).get("kind", "")
         keys[lab] = e
     return RunScored(project, entries, kinds, keys, rs)
 

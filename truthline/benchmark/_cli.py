@@ -108,7 +108,7 @@ def run_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Run models over gold and score them; rerunning the same command resumes the run."""
-    from truthline.benchmark import RunConfig, RunInterrupted, run_benchmark
+    from truthline.benchmark import EntryKey, RunConfig, RunInterrupted, run_benchmark
 
     if run_id is not None:  # a run id names files (reports/benchmark-<run>.md)
         check_name(run_id, "--run")
@@ -144,12 +144,12 @@ def run_cmd(
             title=f"run {man['run_id']} ({man['status']}), gold {man['gold_snapshot'][:12]}",
         )
         for e in man["entries"].values():
-            sim = " [SIMULATED]" if e.get("simulated") else ""
+            key = EntryKey.of(e)
             table.add_row(
-                e["model"] + sim,
-                e["variant"],
-                e["condition"],
-                e["control"],
+                key.label(parts=False, simulated=bool(e.get("simulated"))),
+                key.variant,
+                key.condition,
+                key.control,
                 ", ".join(f"{k} {v}" for k, v in e.get("status_counts", {}).items()),
                 f"{e.get('cost_usd', 0):.4f}",
             )
@@ -217,31 +217,20 @@ def show_cmd(
         for r in rows:
             vals = []
             for n in names:
-                v = (r["metrics"].get(n) or {}).get("value")
-                v = v.get("point") if isinstance(v, dict) else v
+                v = r.headline(n)
                 vals.append("—" if v is None else f"{v:.3f}")
-            label = r["model"] + (" [SIMULATED]" if r["simulated"] else "")
-            extra = "/".join(
-                x
-                for x in (
-                    r["variant"],
-                    r["condition"] if r["condition"] != "base" else "",
-                    r["control"],
-                )
-                if x
-            )
             table.add_row(
-                label + (f" ({extra})" if extra else ""),
-                _ci(r["accuracy"]),
+                r.key.label("/", simulated=r.simulated, marker_first=True),
+                _ci(r.accuracy),
                 *vals,
-                f"{r['coverage']:.2f}",
-                f"{r['format_rate']:.2f}",
-                f"{r['cost_usd']:.4f}",
+                f"{r.coverage:.2f}",
+                f"{r.format_rate:.2f}",
+                f"{r.cost_usd:.4f}",
             )
         console.print(table)
-        _note([r["accuracy"] for r in rows])
+        _note([r.accuracy for r in rows])
 
-    emit(rows, as_json, render)
+    emit([r.as_dict() for r in rows], as_json, render)
 
 
 @app.command("compare-gold")
@@ -273,24 +262,24 @@ def compare_gold_cmd(
             "vlm-sourced - blind (pp)",
             title=f"run {run}: scores by gold provenance",
         )
-        for m in data["models"]:
+        for m in data.models:
             table.add_row(
-                m["model"],
-                _ci(m.get("blind")),
-                _ci(m.get("anchored")),
-                _ci(m.get("vlm-sourced")),
-                pp(m.get("inflation_anchored_pp")),
-                pp(m.get("inflation_vlm-sourced_pp")),
+                m.model,
+                _ci(m.blind),
+                _ci(m.anchored),
+                _ci(m.vlm_sourced),
+                pp(m.inflation_anchored_pp),
+                pp(m.inflation_vlm_sourced_pp),
             )
         console.print(table)
-        _note(data["models"])
-        if data["mean_inflation_pp"] is not None:
+        _note([m.as_dict() for m in data.models])  # every interval of the rows
+        if data.mean_inflation_pp is not None:
             console.print(
-                f"higher on anchored gold: {data['higher_on_anchored']}; "
-                f"mean inflation {data['mean_inflation_pp']:+.1f} pp"
+                f"higher on anchored gold: {data.higher_on_anchored}; "
+                f"mean inflation {data.mean_inflation_pp:+.1f} pp"
             )
 
-    emit(data, as_json, render)
+    emit(data.as_dict(), as_json, render)
 
 
 @app.command("paired")
@@ -309,18 +298,18 @@ def paired_cmd(
 
     def render() -> None:
         table = Table("a", "b", "n", "a - b [95% CI]", "distinguishable")
-        for c in data["pairs"]:
+        for c in data.pairs:
             table.add_row(
-                c["a"],
-                c["b"],
-                str(c["n"]),
-                _ci(c["difference"]),
-                "yes" if c["distinguishable"] else "no",
+                c.a.id,
+                c.b.id,
+                str(c.n),
+                _ci(c.difference),
+                "yes" if c.distinguishable else "no",
             )
         console.print(table)
-        _note(data["pairs"])
+        _note([c.difference for c in data.pairs])
 
-    emit(data, as_json, render)
+    emit(data.as_dict(), as_json, render)
 
 
 @app.command("conditions")
@@ -595,6 +584,7 @@ def samples_cmd(
 ) -> None:
     """Per-sample logs: every answer with its prompt text, raw output, parsed value,
     outcome, score per field, strata, cost, latency and Label Studio task links."""
+    from truthline.benchmark import EntryKey
     from truthline.benchmark._samples import (
         OUTCOMES,
         SampleFilter,
@@ -636,10 +626,9 @@ def samples_cmd(
         console.print("no samples" + (" match these filters" if flt.query() else ""))
         return
     table = Table("model", "variant", "condition", "control", "samples", *OUTCOMES)
-    groups: dict[tuple, dict[str, int]] = {}
+    groups: dict[EntryKey, dict[str, int]] = {}
     for r in recs:
-        key = (r["model"], r["variant"], r["condition"], r["control"])
-        g = groups.setdefault(key, {})
+        g = groups.setdefault(EntryKey.of(r), {})
         g[r["outcome"]] = g.get(r["outcome"], 0) + 1
     for key, g in groups.items():
         table.add_row(*key, str(sum(g.values())), *(str(g.get(o, 0)) for o in OUTCOMES))

@@ -20,6 +20,7 @@ import pandas as pd
 from truthline._registry import Registry
 from truthline.benchmark._across import across_metrics
 from truthline.benchmark._results import compare_gold, leaderboard, paired_matrix
+from truthline.benchmark._types import BoardEntry, GoldComparison, PairedMatrix, as_plain
 from truthline.project import Project
 from truthline.report import CONTRAST, Figure, Paragraph, Report, Section, render_html
 from truthline.report import render_markdown as render_md
@@ -30,17 +31,12 @@ from truthline.vocab import Slice
 _fmt_ci = fmt_ci  # the name tests import: an interval as the report shows it
 
 
-def _headline(m: dict[str, Any], name: str) -> float | None:
-    v = (m["metrics"].get(name) or {}).get("value")
-    if isinstance(v, dict):
-        return v.get("point")
-    return v
-
-
 def build_report(
     store: Store, project: Project, run_ids: list[str], *, resamples: int | None = None
 ) -> dict[str, Any]:
-    """The report's content as plain data (what ``--json`` prints)."""
+    """The report's content under the keys of ``report.json``: typed results (the
+    leaderboard's ``BoardEntry``s, ``GoldComparison``s, ``PairedMatrix``es) and the metrics
+    across models as plain data; ``as_plain`` of it is what ``--json`` prints."""
     board = leaderboard(store, project, run_ids, resamples=resamples)
     gold_cmp = [compare_gold(store, project, r, resamples=resamples) for r in run_ids]
     paired = [paired_matrix(store, project, r, resamples=resamples) for r in run_ids]
@@ -54,34 +50,27 @@ def build_report(
     }
 
 
-def _label(m: dict[str, Any]) -> str:
-    extra = [
-        x
-        for x in (m["variant"], m["condition"] if m["condition"] != "base" else "", m["control"])
-        if x
-    ]
-    return (
-        m["model"]
-        + (f" ({', '.join(extra)})" if extra else "")
-        + (" [SIMULATED]" if m.get("simulated") else "")
-    )
+def _label(m: BoardEntry) -> str:
+    """An entry as the report names it: ``"m (v3, gt) [SIMULATED]"``."""
+    return m.key.label(simulated=m.simulated)
 
 
 def _items(ci: dict[str, Any] | None) -> int | None:
     return None if not ci or ci.get("n") is None else int(ci["n"])
 
 
-def _board_n(m: dict[str, Any]) -> str:
+def _board_n(m: BoardEntry) -> str:
     """``"172 decisions / 16 items"``: what a model's accuracy rests on."""
-    items = _items(m["accuracy"])
-    return f"{m['decisions']} decisions" + (f" / {items} items" if items is not None else "")
+    items = _items(m.accuracy)
+    return f"{m.decisions} decisions" + (f" / {items} items" if items is not None else "")
 
 
 @dataclass
 class ReportContext:
     """What a section builder may read: the store and project (to compute more), the runs,
-    the plain data of ``build_report`` (a builder may add its own key: it lands in
-    ``report.json``) and the folder for PNG/CSV files."""
+    the results of ``build_report`` (``board``, ``gold``, ``paired`` typed; ``data["across"]``
+    plain; a builder may add its own key to ``data``: it lands in ``report.json``) and the
+    folder for PNG/CSV files."""
 
     store: Store
     project: Project
@@ -91,8 +80,19 @@ class ReportContext:
     resamples: int | None = None
 
     @property
-    def board(self) -> list[dict[str, Any]]:
+    def board(self) -> list[BoardEntry]:
+        """The leaderboard of the runs, best accuracy first."""
         return self.data["leaderboard"]
+
+    @property
+    def gold(self) -> list[GoldComparison]:
+        """Each run's scores by gold provenance (``compare_gold``)."""
+        return self.data["compare_gold"]
+
+    @property
+    def paired(self) -> list[PairedMatrix]:
+        """Each run's paired-difference matrix."""
+        return self.data["paired"]
 
 
 SectionBuilder = Callable[[ReportContext], list[Section]]
@@ -137,8 +137,9 @@ def write_report(
     report = _assemble(project, sections, data)
     html_out = out.suffix.lower() in (".html", ".htm")
     out.write_text(render_html(report) if html_out else render_md(report), encoding="utf-8")
-    (files / "report.json").write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
-    return {"report": str(out), "files": str(files), **data}
+    plain = as_plain(data)  # the JSON edge
+    (files / "report.json").write_text(json.dumps(plain, indent=2, default=str), encoding="utf-8")
+    return {"report": str(out), "files": str(files), **plain}
 
 
 def _write_csvs(sections: list[Section], files: Path) -> None:
@@ -153,7 +154,7 @@ def _assemble(project: Project, sections: list[Section], data: dict[str, Any]) -
     report = Report(
         f"Benchmark report: {project.title or project.name}",
         [s.model() for s in sections],
-        simulated=any(m.get("simulated") for m in data["leaderboard"]),
+        simulated=any(m.simulated for m in data["leaderboard"]),
     )
     if data["compare_gold"]:
         report.sections.append(
@@ -169,23 +170,23 @@ def _assemble(project: Project, sections: list[Section], data: dict[str, Any]) -
 def _leaderboard_sections(ctx: ReportContext) -> list[Section]:
     """Accuracy with its CI and the project's headline metrics, one row per model entry."""
     board, project = ctx.board, ctx.project
-    shown = [k for k in _BOARD_METRICS if any(k in m["metrics"] for m in board)]
+    shown = [k for k in _BOARD_METRICS if any(k in m.metrics for m in board)]
     rows = [
         {
             "model": _label(m),
-            "accuracy [95% CI]": fmt_ci(m["accuracy"]),
+            "accuracy [95% CI]": fmt_ci(m.accuracy),
             **{
                 k: (f"{v:.3f}" if isinstance(v, float) else "—")
                 for k in _BOARD_METRICS
-                for v in [_headline(m, k)]
-                if k in m["metrics"]
+                for v in [m.headline(k)]
+                if k in m.metrics
             },
-            "coverage": f"{m['coverage']:.3f}",
-            "format rate": f"{m['format_rate']:.3f}",
-            "failures": m["model_failure"],
-            "infra missing": m["infra_missing"],
-            "cost USD": f"{m['cost_usd']:.4f}",
-            "run": m["run_id"],
+            "coverage": f"{m.coverage:.3f}",
+            "format rate": f"{m.format_rate:.3f}",
+            "failures": m.model_failure,
+            "infra missing": m.infra_missing,
+            "cost USD": f"{m.cost_usd:.4f}",
+            "run": m.run_id,
         }
         for m in board
     ]
@@ -200,7 +201,7 @@ def _leaderboard_sections(ctx: ReportContext) -> list[Section]:
             "scored wrong; infrastructure-missing answers are excluded (coverage).",
             rows,
             _plot_leaderboard(board, ctx.files / "leaderboard.png"),
-            [m["accuracy"] for m in board],
+            [m.accuracy for m in board],
             n=[_board_n(m) for m in board],
             metrics=[
                 "accuracy",
@@ -221,17 +222,16 @@ def _condition_sections(ctx: ReportContext) -> list[Section]:
     cond = _conditions(board)
     if not cond:
         return []
-    with_cond = [m for m in board if (m["metrics"].get("naudc") or {}).get("per_condition")]
+    with_cond = [m for m in board if (m.metrics.get("naudc") or {}).get("per_condition")]
     return [
         Section.of(
             "Accuracy per condition",
             "Conditions by increasing severity; n: the decisions over all conditions.",
             cond,
             _plot_conditions(cond, ctx.files / "conditions.png"),
-            [(m["metrics"].get("naudc") or {}).get("value") for m in board],
+            [(m.metrics.get("naudc") or {}).get("value") for m in board],
             n=[
-                sum(v["n"] for v in m["metrics"]["naudc"]["per_condition"].values())
-                for m in with_cond
+                sum(v["n"] for v in m.metrics["naudc"]["per_condition"].values()) for m in with_cond
             ],
             metrics=["accuracy", "naudc"],
         )
@@ -300,7 +300,7 @@ def _four_way_sections(ctx: ReportContext) -> list[Section]:
             f"{b.read_field} (C) and {b.ground_field} (G) "
             "per item: counts (shares); grounding accuracy given a correct reading.",
             fw,
-            sources=[(m["metrics"].get("four_way") or {}) for m in ctx.board],
+            sources=[(m.metrics.get("four_way") or {}) for m in ctx.board],
             n=[r.pop("_n") for r in fw],
             metrics=["four_way"],
         )
@@ -315,27 +315,27 @@ def _across_run_sections(ctx: ReportContext) -> list[Section]:
 def _paired_sections(ctx: ReportContext) -> list[Section]:
     """Paired-difference matrix per run."""
     out = []
-    for p in ctx.data["paired"]:
-        if not p["pairs"]:
+    for p in ctx.paired:
+        if not p.pairs:
             continue
         prow = [
             {
-                "a": c["a"],
-                "b": c["b"],
-                "n decisions": c["n"],
-                "a - b [95% CI]": fmt_ci(c["difference"]),
-                "distinguishable": "yes" if c["distinguishable"] else "no",
+                "a": c.a.id,
+                "b": c.b.id,
+                "n decisions": c.n,
+                "a - b [95% CI]": fmt_ci(c.difference),
+                "distinguishable": "yes" if c.distinguishable else "no",
             }
-            for c in p["pairs"]
+            for c in p.pairs
         ]
         out.append(
             Section.of(
-                f"Paired differences ({p['run_id']})",
+                f"Paired differences ({p.run_id})",
                 "Paired bootstrap on identical decisions; distinguishable only when the 95% CI excludes zero.",
                 prow,
-                _plot_paired(p, ctx.files / f"paired_{_safe(p['run_id'])}.png"),
-                [p],
-                n=[c["n"] for c in p["pairs"]],
+                _plot_paired(p, ctx.files / f"paired_{_safe(p.run_id)}.png"),
+                [p.as_dict()],  # the design note reads the intervals in the JSON form
+                n=[c.n for c in p.pairs],
                 metrics=["paired_difference"],
                 n_column="n decisions",
             )
@@ -345,7 +345,7 @@ def _paired_sections(ctx: ReportContext) -> list[Section]:
 
 def _compare_gold_sections(ctx: ReportContext) -> list[Section]:
     """Scores by gold provenance, per run."""
-    return [_compare_gold_section(g, ctx.files) for g in ctx.data["compare_gold"]]
+    return [_compare_gold_section(g, ctx.files) for g in ctx.gold]
 
 
 SECTIONS: list[SectionBuilder] = [
@@ -367,35 +367,35 @@ is absent). A builder needs nothing else: ``write_report`` writes every table's 
 the HTML and Markdown render every section."""
 
 
-def _compare_gold_section(g: dict[str, Any], files: Path) -> Section:
+def _compare_gold_section(g: GoldComparison, files: Path) -> Section:
     """Scores by gold provenance: gold-slice inflation per model."""
     grow = [
         {
-            "model": m["model"],
-            "blind": fmt_ci(m.get("blind")),
-            "anchored": fmt_ci(m.get("anchored")),
-            "vlm-sourced": fmt_ci(m.get("vlm-sourced")),
-            "inflation anchored (pp)": _fmt_pp(m.get("inflation_anchored_pp")),
-            "inflation vlm-sourced (pp)": _fmt_pp(m.get("inflation_vlm-sourced_pp")),
+            "model": m.model,
+            "blind": fmt_ci(m.blind),
+            "anchored": fmt_ci(m.anchored),
+            "vlm-sourced": fmt_ci(m.vlm_sourced),
+            "inflation anchored (pp)": _fmt_pp(m.inflation_anchored_pp),
+            "inflation vlm-sourced (pp)": _fmt_pp(m.inflation_vlm_sourced_pp),
         }
-        for m in g["models"]
+        for m in g.models
     ]
-    mean = g["mean_inflation_pp"]
+    mean = g.mean_inflation_pp
     text = (
-        f"Higher on anchored gold: {g['higher_on_anchored']} models; mean inflation {mean:+.1f} pp."
+        f"Higher on anchored gold: {g.higher_on_anchored} models; mean inflation {mean:+.1f} pp."
         if mean is not None
         else "No blind/anchored split in this gold."
     )
     slices = (Slice.BLIND, Slice.ANCHORED, Slice.VLM_SOURCED)
     return Section.of(
-        f"Scores by gold provenance ({g['run_id']})",
+        f"Scores by gold provenance ({g.run_id})",
         text + " n: the items of each gold slice (blind / anchored / VLM-sourced).",
         grow,
-        _plot_provenance(g, files / f"provenance_{_safe(g['run_id'])}.png"),
-        [g],
+        _plot_provenance(g, files / f"provenance_{_safe(g.run_id)}.png"),
+        [g.as_dict()],  # the design note reads the intervals in the JSON form
         n=[
-            " / ".join("–" if _items(m.get(s)) is None else str(_items(m.get(s))) for s in slices)
-            for m in g["models"]
+            " / ".join("–" if _items(m.ci(s)) is None else str(_items(m.ci(s))) for s in slices)
+            for m in g.models
         ],
         metrics=["accuracy", "gold_slice_inflation"],
     )
@@ -417,10 +417,10 @@ _BOARD_METRICS = (
 """Per-model headline metrics shown as leaderboard columns when the project names them."""
 
 
-def _four_way(board: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _four_way(board: list[BoardEntry]) -> list[dict[str, Any]]:
     rows = []
     for m in board:
-        fw = m["metrics"].get("four_way") or {}
+        fw = m.metrics.get("four_way") or {}
         if fw.get("counts"):
             rows.append(
                 {
@@ -617,10 +617,10 @@ _TITLES = {
 }
 
 
-def _resamples(board: list[dict[str, Any]]) -> int:
+def _resamples(board: list[BoardEntry]) -> int:
     for m in board:
-        if m["accuracy"].get("resamples") is not None:
-            return int(m["accuracy"]["resamples"])
+        if m.accuracy.get("resamples") is not None:
+            return int(m.accuracy["resamples"])
     return 0
 
 
@@ -633,23 +633,23 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in name).strip("_").lower()
 
 
-def _conditions(board: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _conditions(board: list[BoardEntry]) -> list[dict[str, Any]]:
     rows = []
     for m in board:
-        per = (m["metrics"].get("naudc") or {}).get("per_condition")
+        per = (m.metrics.get("naudc") or {}).get("per_condition")
         if per:
             rows.append(
                 {
                     "model": _label(m),
                     **{c: f"{v['accuracy']:.3f}" for c, v in per.items()},
-                    "nAUDC": fmt_ci((m["metrics"]["naudc"] or {}).get("value")),
+                    "nAUDC": fmt_ci((m.metrics["naudc"] or {}).get("value")),
                 }
             )
     return rows
 
 
 def _per_class(
-    board: list[dict[str, Any]], project: Project
+    board: list[BoardEntry], project: Project
 ) -> tuple[list[dict[str, Any]], list[int | str | None]]:
     """Rows (class x model accuracy) and each class's n (its gold decisions; the largest
     over models, which differ only by infrastructure-missing answers)."""
@@ -657,7 +657,7 @@ def _per_class(
     rows: dict[str, dict[str, Any]] = {}
     ns: dict[str, int] = {}
     for m in board:
-        pc = (m["metrics"].get("per_class") or {}).get("by_field") or {}
+        pc = (m.metrics.get("per_class") or {}).get("by_field") or {}
         fld = pc.get(f) if f else next(iter(pc.values()), None)
         if not fld:
             continue
@@ -667,11 +667,11 @@ def _per_class(
     return list(rows.values()), [ns.get(c) for c in rows]
 
 
-def _safety(board: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _safety(board: list[BoardEntry]) -> list[dict[str, Any]]:
     out = []
     for m in board:
-        r = (m["metrics"].get("safety_recall") or {}).get("value")
-        fa = m["metrics"].get("false_alarm_share") or {}
+        r = (m.metrics.get("safety_recall") or {}).get("value")
+        fa = m.metrics.get("false_alarm_share") or {}
         if isinstance(r, dict) and isinstance(fa.get("value"), dict):
             out.append(
                 {
@@ -685,11 +685,11 @@ def _safety(board: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _calibration(board: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+def _calibration(board: list[BoardEntry]) -> dict[str, list[dict[str, Any]]]:
     return {
-        _label(m): m["metrics"]["ece"]["bins"]
+        _label(m): m.metrics["ece"]["bins"]
         for m in board
-        if (m["metrics"].get("ece") or {}).get("bins")
+        if (m.metrics.get("ece") or {}).get("bins")
     }
 
 
@@ -706,17 +706,18 @@ def _save(fig: Any, path: Path) -> Figure:
     )
 
 
-def _plot_leaderboard(board: list[dict[str, Any]], path: Path) -> Figure:
+def _plot_leaderboard(board: list[BoardEntry], path: Path) -> Figure:
     fig, ax = _fig(7, 0.5 * len(board) + 1.5)
     labels = [_label(m) for m in board][::-1]
-    pts = [m["accuracy"].get("point") or 0 for m in board][::-1]
+    accs = [m.accuracy for m in board][::-1]
+    pts = [a.get("point") or 0 for a in accs]
     lo = [
-        max(0.0, p - (m["accuracy"].get("low") if m["accuracy"].get("low") is not None else p))
-        for p, m in zip(pts, board[::-1], strict=True)
+        max(0.0, p - (a["low"] if a.get("low") is not None else p))
+        for p, a in zip(pts, accs, strict=True)
     ]
     hi = [
-        max(0.0, (m["accuracy"].get("high") if m["accuracy"].get("high") is not None else p) - p)
-        for p, m in zip(pts, board[::-1], strict=True)
+        max(0.0, (a["high"] if a.get("high") is not None else p) - p)
+        for p, a in zip(pts, accs, strict=True)
     ]
     ax.barh(labels, pts, xerr=[lo, hi], color="#4c72b0", capsize=3)
     ax.set_xlim(0, 1)
@@ -770,39 +771,37 @@ def _plot_calibration(cal: dict[str, list[dict[str, Any]]], path: Path) -> Figur
     return _save(fig, path)
 
 
-def _plot_paired(p: dict[str, Any], path: Path) -> Figure:
+def _plot_paired(p: PairedMatrix, path: Path) -> Figure:
     import numpy as np
 
-    names = p["entries"]
+    names = [e.id for e in p.entries]
     m = np.full((len(names), len(names)), np.nan)
-    for c in p["pairs"]:
-        i, j = names.index(c["a"]), names.index(c["b"])
-        m[i, j] = c["difference"]["point"]
-        m[j, i] = -c["difference"]["point"]
+    for c in p.pairs:
+        i, j = p.entries.index(c.a), p.entries.index(c.b)
+        m[i, j] = c.difference["point"]
+        m[j, i] = -c.difference["point"]
     fig, ax = _fig(1.5 + 1.1 * len(names), 1.2 + 0.9 * len(names))
     im = ax.imshow(m, cmap="RdBu", vmin=-0.5, vmax=0.5)
     ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=7)
     ax.set_yticks(range(len(names)), names, fontsize=7)
-    for c in p["pairs"]:
-        i, j = names.index(c["a"]), names.index(c["b"])
-        mark = "*" if c["distinguishable"] else ""
-        ax.text(
-            j, i, f"{c['difference']['point']:+.2f}{mark}", ha="center", va="center", fontsize=7
-        )
+    for c in p.pairs:
+        i, j = p.entries.index(c.a), p.entries.index(c.b)
+        mark = "*" if c.distinguishable else ""
+        ax.text(j, i, f"{c.difference['point']:+.2f}{mark}", ha="center", va="center", fontsize=7)
     fig.colorbar(im, ax=ax, label="row - column accuracy (* distinguishable)")
     return _save(fig, path)
 
 
-def _plot_provenance(g: dict[str, Any], path: Path) -> Figure:
+def _plot_provenance(g: GoldComparison, path: Path) -> Figure:
     import numpy as np
 
     fig, ax = _fig()
     slices = ["blind", "anchored", "vlm-sourced"]
-    x = np.arange(len(g["models"]))
+    x = np.arange(len(g.models))
     for k, sl in enumerate(slices):
-        vals = [(m.get(sl) or {}).get("point") or 0 for m in g["models"]]
+        vals = [(m.ci(sl) or {}).get("point") or 0 for m in g.models]
         ax.bar(x + (k - 1) * 0.27, vals, width=0.27, label=sl)
-    ax.set_xticks(x, [m["model"] for m in g["models"]], rotation=20, ha="right", fontsize=7)
+    ax.set_xticks(x, [m.model for m in g.models], rotation=20, ha="right", fontsize=7)
     ax.set_ylim(0, 1)
     ax.set_ylabel("accuracy")
     ax.legend()

@@ -1,7 +1,8 @@
-"""Results as plain data: what the CLI, reports and Streamlit dashboards all read.
+"""Results: what the CLI, reports and Streamlit dashboards all read.
 
 ``load_run`` turns a run's stored rows into decision/entity DataFrames; ``leaderboard``,
-``model_metrics``, ``compare_gold`` and ``paired_matrix`` compute from them. Outcome
+``model_metrics``, ``compare_gold`` and ``paired_matrix`` compute from them and return the
+typed results of ``truthline.benchmark._types`` (``as_dict()`` at the JSON edge). Outcome
 accounting (METRICS.md §5): model failures are scored wrong and stay in the denominator;
 infrastructure-missing answers are excluded and reported as coverage; the format rate is
 the share of returned answers that parse.
@@ -9,6 +10,7 @@ the share of returned answers that parse.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +22,16 @@ from truthline.audit._gold import SLICES, in_slice
 from truthline.benchmark import _metrics as M
 from truthline.benchmark._registry import Scored, compute_metrics, confidence_value, plain
 from truthline.benchmark._runner import load_manifest
+from truthline.benchmark._types import (
+    CI,
+    BoardEntry,
+    EntryKey,
+    FieldBalanced,
+    GoldComparison,
+    PairedCell,
+    PairedMatrix,
+    SliceScores,
+)
 from truthline.errors import TruthlineError
 from truthline.project import Project
 from truthline.stats import is_count_share
@@ -37,10 +49,13 @@ class RunData:
     outcomes: pd.DataFrame
     """One row per (entry, item): status and failure reason."""
 
-    def entries(self) -> list[tuple[str, str, str, str]]:
+    def entries(self) -> list[EntryKey]:
+        """The run's entries, in stored order (model, then item)."""
         if not len(self.outcomes):
             return []
-        return [tuple(x) for x in self.outcomes[ENTRY].drop_duplicates().itertuples(index=False)]  # type: ignore[misc]
+        return [
+            EntryKey(*x) for x in self.outcomes[ENTRY].drop_duplicates().itertuples(index=False)
+        ]
 
 
 def list_runs(store: Store, project: str | None = None) -> list[dict[str, Any]]:
@@ -195,7 +210,7 @@ def attach_arms(store: Store, run: RunData) -> None:
     run.manifest["_arms"] = {int(i): a for i, a in rows}
 
 
-def _outcome_summary(run: RunData, entry: tuple[str, str, str, str]) -> dict[str, Any]:
+def _outcome_summary(run: RunData, entry: EntryKey) -> dict[str, Any]:
     o = run.outcomes[_entry_mask(run.outcomes, entry)]
     n = len(o)
     by = o["status"].value_counts().to_dict() if n else {}
@@ -225,8 +240,9 @@ def model_metrics(
     slice_: str = "all",
     metrics: list[str] | None = None,
     resamples: int | None = None,
-) -> list[dict[str, Any]]:
-    """Every entry of a run with outcome accounting and the project's metrics (plain data)."""
+) -> list[BoardEntry]:
+    """Every entry of a run with outcome accounting and the project's metrics, in the run's
+    order."""
     run = load_run(store, run_id, project)
     attach_arms(store, run)
     names = metrics or list(project.benchmark.metrics) or ["accuracy"]
@@ -237,22 +253,22 @@ def model_metrics(
         s = scored_for(run, project, entry, slice_, resamples=resamples)
         res = compute_metrics(s, names) if len(s.decisions) else {}
         out.append(
-            {
-                "run_id": run_id,
-                **dict(zip(ENTRY, entry, strict=True)),
-                "slice": slice_,
-                "decisions": len(s.decisions),
+            BoardEntry(
+                run_id=run_id,
+                key=entry,
+                slice=slice_,
+                decisions=len(s.decisions),
                 **_outcome_summary(run, entry),
-                "simulated": _simulated(run, entry),
-                "metrics": plain(res),
-            }
+                simulated=_simulated(run, entry),
+                metrics=plain(res),
+            )
         )
     return out
 
 
-def _simulated(run: RunData, entry: tuple[str, str, str, str]) -> bool:
-    key = "|".join(entry)
-    return bool(run.manifest.get("entries", {}).get(key, {}).get("simulated", False))
+def _simulated(run: RunData, entry: EntryKey) -> bool:
+    e = run.manifest.get("entries", {}).get(entry.manifest_key, {})
+    return bool(e.get("simulated", False))
 
 
 def leaderboard(
@@ -262,24 +278,25 @@ def leaderboard(
     *,
     slice_: str = "all",
     resamples: int | None = None,
-) -> list[dict[str, Any]]:
+) -> list[BoardEntry]:
     """One row per model entry across runs, best accuracy first, with CI, coverage and cost."""
-    rows = []
-    for rid in run_ids:
-        for m in model_metrics(store, project, rid, slice_=slice_, resamples=resamples):
-            acc = (m["metrics"].get("accuracy") or {}).get("value") or {}
-            rows.append({**m, "accuracy": acc})
-    rows.sort(
-        key=lambda r: (
-            -(r["accuracy"].get("point") if r["accuracy"].get("point") is not None else -1)
-        )
-    )
+    rows = [
+        m
+        for rid in run_ids
+        for m in model_metrics(store, project, rid, slice_=slice_, resamples=resamples)
+    ]
+    rows.sort(key=_best_first)
     return rows
+
+
+def _best_first(r: BoardEntry) -> float:
+    point = r.accuracy.get("point")
+    return -(point if point is not None else -1)
 
 
 def compare_gold(
     store: Store, project: Project, run_id: str, *, resamples: int | None = None
-) -> dict[str, Any]:
+) -> GoldComparison:
     """Every model's accuracy on blind vs anchored vs VLM-sourced gold, and the inflation
     (anchored - blind, in pp) with a bootstrap CI.
 
@@ -293,39 +310,34 @@ def compare_gold(
     rs = M.Resampling(b.bootstrap_resamples if resamples is None else resamples, b.seed)
     models = []
     for entry in run.entries():
-        row: dict[str, Any] = dict(zip(ENTRY, entry, strict=True))
         s_all = scored_for(run, project, entry, "all", resamples=0)
         d = s_all.decisions
         masks = {sl: _slice_mask(run, d, sl) for sl in SLICES}
         res = sliced_accuracies(d, masks, s_all.boot_args(d) if len(d) else {}, rs)
-        for sl in SLICES:
-            row[sl] = plain(res["ci"][sl]) if res["ci"].get(sl) is not None else None
-        for other in ("anchored", "vlm-sourced"):
-            row[f"inflation_{other}_pp"] = _diff_pp(
-                row, res["boot"], other, rs, res["u"], res["stat"]
+        cis = {sl: plain(res["ci"][sl]) if res["ci"].get(sl) is not None else None for sl in SLICES}
+        infl = {
+            other: _diff_pp(cis, res["boot"], other, rs, res["u"], res["stat"])
+            for other in ("anchored", "vlm-sourced")
+        }
+        models.append(
+            SliceScores(
+                key=entry,
+                all=cis["all"],
+                blind=cis["blind"],
+                anchored=cis["anchored"],
+                vlm_sourced=cis["vlm-sourced"],
+                inflation_anchored_pp=infl["anchored"],
+                inflation_vlm_sourced_pp=infl["vlm-sourced"],
+                field_balanced=_field_balanced(d, masks, s_all, rs),
             )
-        row["paired"] = True
-        _field_balanced(row, d, masks, s_all, rs)
-        models.append(row)
-    infl = [m["inflation_anchored_pp"]["point"] for m in models if m.get("inflation_anchored_pp")]
-    higher = sum(1 for v in infl if v > 0)
-    bal = [
-        m["field_balanced"]["inflation_anchored_pp"]["point"]
-        for m in models
-        if (m.get("field_balanced") or {}).get("inflation_anchored_pp")
-    ]
-    return {
-        "run_id": run_id,
-        "gold_snapshot": run.manifest.get("gold_snapshot"),
-        "models": models,
-        "mean_inflation_pp": float(np.mean(infl)) if infl else None,
-        "higher_on_anchored": f"{higher} of {len(infl)}",
-        "mean_inflation_field_balanced_pp": float(np.mean(bal)) if bal else None,
-        "higher_on_anchored_field_balanced": f"{sum(1 for v in bal if v > 0)} of {len(bal)}",
-        "resamples": rs.resamples,
-        "seed": rs.seed,
-        "paired": True,
-    }
+        )
+    return GoldComparison(
+        run_id=run_id,
+        gold_snapshot=run.manifest.get("gold_snapshot"),
+        models=tuple(models),
+        resamples=rs.resamples,
+        seed=rs.seed,
+    )
 
 
 def _slice_mask(run: RunData, d: pd.DataFrame, slice_: str) -> np.ndarray:
@@ -395,12 +407,11 @@ def sliced_accuracies(
 
 
 def _field_balanced(
-    row: dict[str, Any],
     d: pd.DataFrame,
     masks: dict[str, np.ndarray],
     s_all: Scored,
     rs: M.Resampling,
-) -> None:
+) -> FieldBalanced:
     """Field-balanced accuracy per slice (the mean of per-field accuracies over the fields
     every slice holds) and its inflation over blind gold, in pp with a paired bootstrap CI
     (the same single draw as the plain accuracies).
@@ -414,9 +425,8 @@ def _field_balanced(
         if len(d) and all(masks[sl].any() for sl in slices)
         else set()
     )
-    row["field_balanced"] = {"fields": sorted(fields)}
     if not fields:
-        return
+        return FieldBalanced(fields=())
     per_field = {
         (sl, f): masks[sl] & (d["field"] == f).to_numpy() for sl in slices for f in sorted(fields)
     }
@@ -427,6 +437,7 @@ def _field_balanced(
     corr = d["correct"].astype(float).to_numpy()
     boots: dict[str, np.ndarray | None] = {}
     full_stats: dict[str, Any] = {}
+    cis: dict[str, CI | None] = {}
     for sl in slices:
         fstats = [res["stat"][(sl, f)] for f in sorted(fields)]
         full_stats[sl] = lambda V, fs=fstats: np.mean([g(V) for g in fs], axis=0)
@@ -444,14 +455,19 @@ def _field_balanced(
         def stat(V: np.ndarray, pairs: list = pairs) -> np.ndarray:
             return np.mean([M._div(V @ a, V @ b) for a, b in pairs], axis=0)
 
-        row["field_balanced"][sl] = plain(M.subset_ci(point, boot, rs, u, covered, stat))
-    fb = row["field_balanced"]
-    for other in ("anchored", "vlm-sourced"):
-        fb[f"inflation_{other}_pp"] = _diff_pp(fb, boots, other, rs, u, full_stats)
+        cis[sl] = plain(M.subset_ci(point, boot, rs, u, covered, stat))
+    return FieldBalanced(
+        fields=tuple(sorted(fields)),
+        blind=cis["blind"],
+        anchored=cis["anchored"],
+        vlm_sourced=cis["vlm-sourced"],
+        inflation_anchored_pp=_diff_pp(cis, boots, "anchored", rs, u, full_stats),
+        inflation_vlm_sourced_pp=_diff_pp(cis, boots, "vlm-sourced", rs, u, full_stats),
+    )
 
 
 def _diff_pp(
-    row: dict[str, Any],
+    cis: Mapping[str, CI | None],
     boots: dict[str, Any],
     other: str,
     rs: M.Resampling,
@@ -460,10 +476,12 @@ def _diff_pp(
 ) -> dict[str, Any] | None:
     """``other`` minus blind in pp, on the shared draw (paired); with the units ``u`` and
     each slice's statistic of the full multiplicities, the CI records the design and
-    falls back to the cluster jackknife on a thin one (``M._ci``)."""
-    if row.get(other) is None or row.get("blind") is None:
+    falls back to the cluster jackknife on a thin one (``M._ci``). ``cis``: each slice's
+    accuracy."""
+    a_ci, blind_ci = cis.get(other), cis.get("blind")
+    if a_ci is None or blind_ci is None:
         return None
-    point = 100 * (row[other]["point"] - row["blind"]["point"])
+    point = 100 * (a_ci["point"] - blind_ci["point"])
     a, bl = boots.get(other), boots.get("blind")
     boot = 100 * (a - bl) if a is not None and bl is not None else None
     if u is None:
@@ -480,14 +498,13 @@ def _diff_pp(
 
 def paired_matrix(
     store: Store, project: Project, run_id: str, *, resamples: int | None = None
-) -> dict[str, Any]:
+) -> PairedMatrix:
     """Paired accuracy differences between every two entries on their common decisions;
     "distinguishable" only when the paired 95% CI excludes zero."""
     run = load_run(store, run_id, project)
     attach_arms(store, run)
     entries = run.entries()
     views = {e: scored_for(run, project, e, resamples=resamples) for e in entries}
-    names = ["|".join(x for x in e if x) if e[1:] != ("", "base", "") else e[0] for e in entries]
     cells = []
     for i, a in enumerate(entries):
         for j, b_ in enumerate(entries):
@@ -504,15 +521,15 @@ def paired_matrix(
                 sub_a["correct"].astype(float), sub_b["correct"].astype(float), **args
             )
             cells.append(
-                {
-                    "a": names[i],
-                    "b": names[j],
-                    "n": len(common),
-                    "difference": plain(res["difference"]),
-                    "distinguishable": res["distinguishable"],
-                }
+                PairedCell(
+                    a=a,
+                    b=b_,
+                    n=len(common),
+                    difference=plain(res["difference"]),
+                    distinguishable=res["distinguishable"],
+                )
             )
-    return {"run_id": run_id, "entries": names, "pairs": cells}
+    return PairedMatrix(run_id, tuple(entries), tuple(cells))
 
 
 def condition_change(
@@ -521,9 +538,9 @@ def condition_change(
     """Base vs +GT for one model: net change with cluster CI and the transition table."""
     run = load_run(store, run_id, project)
     attach_arms(store, run)
-    ents = [e for e in run.entries() if e[0] == model]
-    base = next((e for e in ents if e[2] == "base" and not e[3]), None)
-    gt = next((e for e in ents if e[2] == "gt" and not e[3]), None)
+    ents = [e for e in run.entries() if e.model == model]
+    base = next((e for e in ents if e.condition == "base" and not e.control), None)
+    gt = next((e for e in ents if e.condition == "gt" and not e.control), None)
     if base is None or gt is None:
         raise TruthlineError(f"run {run_id!r} lacks base and gt conditions for model {model!r}")
     sb, sg = (

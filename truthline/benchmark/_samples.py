@@ -21,6 +21,7 @@ from typing import Any, TextIO
 from sqlalchemy import select
 
 from truthline.audit._gold import in_slice
+from truthline.benchmark._types import EntryKey
 from truthline.errors import TruthlineError
 from truthline.project import Project
 from truthline.store import Store, tables
@@ -69,6 +70,17 @@ class SampleFilter:
     correct: bool | None = None
     gold: str | None = None
     slice: str | None = None
+
+    @classmethod
+    def for_entry(cls, key: EntryKey, **more: Any) -> SampleFilter:
+        """The samples of one run entry (``more``: further filters)."""
+        return cls(
+            model=key.model,
+            variant=key.variant or "",
+            condition=key.condition or "base",
+            control=key.control or "",
+            **more,
+        )
 
     @property
     def on_decisions(self) -> bool:
@@ -163,8 +175,7 @@ def run_samples(
         rec.update(
             run_id=run_id,
             model=m["model"],
-            model_spec=specs.get(f"{m['model']}|{m['variant']}|{m['condition']}|{m['control']}")
-            or m["model_spec"],
+            model_spec=specs.get(EntryKey.of(m).manifest_key) or m["model_spec"],
             variant=m["variant"],
             condition=m["condition"],
             control=m["control"],

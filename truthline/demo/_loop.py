@@ -449,8 +449,8 @@ class Demo:
         exp = export_release(store, self.project, export_dir, force=True)
         self.result.steps["benchmark"] = {
             "run": run_id,
-            "leaderboard": board,
-            "compare_gold": cmp,
+            "leaderboard": [m.as_dict() for m in board],  # typed results: plain at the JSON edge
+            "compare_gold": cmp.as_dict(),
             "report": str(reports / "benchmark.md"),
             "report_files": rep,
             "export": str(export_dir),

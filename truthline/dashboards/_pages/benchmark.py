@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from truthline.benchmark._samples import SampleFilter
+from truthline.benchmark._types import BoardEntry, EntryKey, GoldComparison, PairedMatrix
 from truthline.dashboards._charts import chart
 from truthline.dashboards._context import Context
 from truthline.dashboards._frame import cached
@@ -32,61 +33,48 @@ SAMPLE_LINKS = {
 """Link columns to the Samples page: the items behind a row's numbers."""
 
 
-def entry_filter(row: dict[str, Any], **more: Any) -> SampleFilter:
-    """The samples of one model entry (model, variant, condition, control) of a row, in
-    the row's gold slice when it has one."""
-    if row.get("slice") not in (None, "all"):
-        more.setdefault("slice", row["slice"])
-    return SampleFilter(
-        model=row["model"],
-        variant=row.get("variant") or "",
-        condition=row.get("condition") or "base",
-        control=row.get("control") or "",
-        **more,
-    )
+def board_link(r: BoardEntry, **more: Any) -> str:
+    """The Samples page behind one leaderboard entry's number, in the entry's gold slice
+    (``more``: further filters)."""
+    if r.slice not in (None, "all"):
+        more.setdefault("slice", r.slice)
+    return samples_link(r.run_id, SampleFilter.for_entry(r.key, **more))
 
 
-def row_link(row: dict[str, Any], run_id: str | None = None, **more: Any) -> str:
-    """The Samples page behind one entry's number (``more``: further filters)."""
-    return samples_link(run_id or row["run_id"], entry_filter(row, **more))
+def entry_label(key: EntryKey) -> str:
+    """An entry as this page names it: ``"m [v3, no-image, gt]"``."""
+    return key.label(wrap=(" [", "]"), condition_last=True)
 
 
-def entry_label(row: dict[str, Any]) -> str:
-    extra = [x for x in (row.get("variant"), row.get("control")) if x]
-    if row.get("condition") not in (None, "", "base"):
-        extra.append(str(row["condition"]))
-    return row["model"] + (f" [{', '.join(extra)}]" if extra else "")
-
-
-def leaderboard_table(rows: list[dict[str, Any]]) -> pd.DataFrame:
+def leaderboard_table(rows: list[BoardEntry]) -> pd.DataFrame:
     out = []
     for r in rows:
         out.append(
             {
-                "model": entry_label(r),
-                "run_id": r["run_id"],
-                **ci_row(r["accuracy"], "accuracy"),
-                "decisions": r["decisions"],
-                "requests": r["requests"],
-                "coverage": r["coverage"],
-                "format_rate": r["format_rate"],
-                "model_failure": r["model_failure"],
-                "infra_missing": r["infra_missing"],
-                "cost_usd": r["cost_usd"],
-                "simulated": r["simulated"],
-                "samples": row_link(r),
-                "samples_wrong": row_link(r, correct=False),
-                "samples_failures": row_link(r, outcome="model_failure"),
+                "model": entry_label(r.key),
+                "run_id": r.run_id,
+                **ci_row(r.accuracy, "accuracy"),
+                "decisions": r.decisions,
+                "requests": r.requests,
+                "coverage": r.coverage,
+                "format_rate": r.format_rate,
+                "model_failure": r.model_failure,
+                "infra_missing": r.infra_missing,
+                "cost_usd": r.cost_usd,
+                "simulated": r.simulated,
+                "samples": board_link(r),
+                "samples_wrong": board_link(r, correct=False),
+                "samples_failures": board_link(r, outcome="model_failure"),
             }
         )
     return pd.DataFrame(out)
 
 
-def _metric(r: dict[str, Any], name: str) -> dict[str, Any]:
-    return r.get("metrics", {}).get(name) or {}
+def _metric(r: BoardEntry, name: str) -> dict[str, Any]:
+    return r.metrics.get(name) or {}
 
 
-def _leaderboard(rows: list[dict[str, Any]]) -> None:
+def _leaderboard(rows: list[BoardEntry]) -> None:
     df = leaderboard_table(rows)
     if df["simulated"].any():
         st.warning("Entries marked simulated=True are SIMULATED models.")
@@ -100,12 +88,12 @@ def _leaderboard(rows: list[dict[str, Any]]) -> None:
         df,
         "Leaderboard",
         caption="Best accuracy first; coverage excludes infra-missing.",
-        sources=[r["accuracy"] for r in rows],
+        sources=[r.accuracy for r in rows],
         links=SAMPLE_LINKS,
     )
 
 
-def _conditions(ctx: Context, rows: list[dict[str, Any]]) -> None:
+def _conditions(ctx: Context, rows: list[BoardEntry]) -> None:
     axis = ctx.project.benchmark.conditions
     order = list(axis.order) if axis else []
     recs = []
@@ -114,12 +102,12 @@ def _conditions(ctx: Context, rows: list[dict[str, Any]]) -> None:
         for cond, v in (m.get("per_condition") or {}).items():
             recs.append(
                 {
-                    "model": entry_label(r),
+                    "model": entry_label(r.key),
                     "condition": cond,
                     "accuracy": v.get("accuracy"),
                     "n": v.get("n"),
                     **ci_row(m.get("naudc"), "naudc"),
-                    "samples": row_link(r, cond=str(cond)),
+                    "samples": board_link(r, cond=str(cond)),
                 }
             )
     df = pd.DataFrame(recs)
@@ -140,7 +128,7 @@ def _conditions(ctx: Context, rows: list[dict[str, Any]]) -> None:
     )
 
 
-def _safety(ctx: Context, rows: list[dict[str, Any]]) -> None:
+def _safety(ctx: Context, rows: list[BoardEntry]) -> None:
     sf = ctx.project.benchmark.safety_field
     recs = []
     for r in rows:
@@ -149,13 +137,13 @@ def _safety(ctx: Context, rows: list[dict[str, Any]]) -> None:
             continue
         recs.append(
             {
-                "model": entry_label(r),
+                "model": entry_label(r.key),
                 **ci_row(rec["value"], "recall"),
                 **ci_row(fa.get("value"), "false_alarm_share"),
                 "regime": fa.get("regime"),
                 **{f"n_{k}": v for k, v in (rec.get("counts") or {}).items()},
                 # the true violations: their accuracy is the recall
-                "samples": row_link(r, field=sf, gold="true") if sf else None,
+                "samples": board_link(r, field=sf, gold="true") if sf else None,
             }
         )
     df = pd.DataFrame(recs)
@@ -192,13 +180,13 @@ def _safety(ctx: Context, rows: list[dict[str, Any]]) -> None:
     )
 
 
-def _calibration(rows: list[dict[str, Any]]) -> None:
+def _calibration(rows: list[BoardEntry]) -> None:
     recs = []
     for r in rows:
         m = _metric(r, "ece")
         for b in m.get("bins") or []:
             if b.get("n"):
-                recs.append({"model": entry_label(r), **b, **ci_row(m.get("ece"), "ece")})
+                recs.append({"model": entry_label(r.key), **b, **ci_row(m.get("ece"), "ece")})
     df = pd.DataFrame(recs)
     fig = None
     if not df.empty:
@@ -217,7 +205,7 @@ def _calibration(rows: list[dict[str, Any]]) -> None:
     )
 
 
-def _per_class(ctx: Context, rows: list[dict[str, Any]]) -> None:
+def _per_class(ctx: Context, rows: list[BoardEntry]) -> None:
     fields = sorted({f for r in rows for f in (_metric(r, "per_class").get("by_field") or {})})
     if not fields:
         chart(None, pd.DataFrame(), "Per-class accuracy")
@@ -233,8 +221,8 @@ def _per_class(ctx: Context, rows: list[dict[str, Any]]) -> None:
     for r in rows:
         classes = (_metric(r, "per_class").get("by_field") or {}).get(field, {}).get("classes", {})
         for cls, v in classes.items():
-            link = row_link(r, field=field, gold=str(cls))
-            recs.append({"model": entry_label(r), "class": cls, **v, "samples": link})
+            link = board_link(r, field=field, gold=str(cls))
+            recs.append({"model": entry_label(r.key), "class": cls, **v, "samples": link})
     df = pd.DataFrame(recs)
     fig = None
     if not df.empty:
@@ -246,7 +234,7 @@ def _per_class(ctx: Context, rows: list[dict[str, Any]]) -> None:
 def _paired(ctx: Context, run_id: str) -> None:
     from truthline.benchmark import paired_matrix
 
-    pm = cached(
+    pm: PairedMatrix = cached(
         ctx,
         "truthline.benchmark.paired_matrix",
         lambda: paired_matrix(ctx.store, ctx.project, run_id),
@@ -254,18 +242,18 @@ def _paired(ctx: Context, run_id: str) -> None:
     )
     recs = [
         {
-            "a": c["a"],
-            "b": c["b"],
-            "n": c["n"],
-            **ci_row(c["difference"], "diff"),
-            "distinguishable": c["distinguishable"],
+            "a": c.a.id,
+            "b": c.b.id,
+            "n": c.n,
+            **ci_row(c.difference, "diff"),
+            "distinguishable": c.distinguishable,
         }
-        for c in pm["pairs"]
+        for c in pm.pairs
     ]
     df = pd.DataFrame(recs)
     fig = None
     if not df.empty:
-        names = pm["entries"]
+        names = [e.id for e in pm.entries]
         z = [[None] * len(names) for _ in names]
         text = [[""] * len(names) for _ in names]
         for r in recs:
@@ -285,39 +273,40 @@ def _paired(ctx: Context, run_id: str) -> None:
         df,
         f"Paired accuracy differences (run {run_id})",
         caption="Row minus column on common decisions; * = the paired 95% CI excludes zero.",
-        sources=[pm],
+        sources=[pm.as_dict()],  # the thin-design warning reads the intervals in the JSON form
     )
 
 
 def _gold_provenance(ctx: Context, run_id: str) -> None:
     from truthline.benchmark import compare_gold
 
-    cg = cached(
+    cg: GoldComparison = cached(
         ctx,
         "truthline.benchmark.compare_gold",
         lambda: compare_gold(ctx.store, ctx.project, run_id),
         run_id,
     )
     recs, infl = [], []
-    for m in cg["models"]:
-        label = entry_label(m)
+    for m in cg.models:
+        label = entry_label(m.key)
         for sl in (Slice.BLIND.value, Slice.ANCHORED.value, Slice.VLM_SOURCED.value):
-            if m.get(sl):
-                link = row_link(m, run_id, slice=sl)
-                recs.append({"model": label, "gold slice": sl, **ci_row(m[sl]), "samples": link})
+            ci = m.ci(sl)
+            if ci:
+                link = samples_link(run_id, SampleFilter.for_entry(m.key, slice=sl))
+                recs.append({"model": label, "gold slice": sl, **ci_row(ci), "samples": link})
         infl.append(
             {
                 "model": label,
-                **ci_row(m.get("inflation_anchored_pp"), "anchored_minus_blind_pp"),
-                **ci_row(m.get("inflation_vlm-sourced_pp"), "vlm_sourced_minus_blind_pp"),
+                **ci_row(m.inflation_anchored_pp, "anchored_minus_blind_pp"),
+                **ci_row(m.inflation_vlm_sourced_pp, "vlm_sourced_minus_blind_pp"),
             }
         )
     df = pd.DataFrame(recs)
-    if cg.get("mean_inflation_pp") is not None:
+    if cg.mean_inflation_pp is not None:
         st.metric(
             "Mean inflation, anchored vs blind gold (pp)",
-            f"{cg['mean_inflation_pp']:+.1f}",
-            help=f"higher on anchored gold: {cg['higher_on_anchored']} models",
+            f"{cg.mean_inflation_pp:+.1f}",
+            help=f"higher on anchored gold: {cg.higher_on_anchored} models",
         )
     chart(
         ci_bars(df, "model", color="gold slice", y_title="accuracy (95% CI)")
@@ -325,7 +314,7 @@ def _gold_provenance(ctx: Context, run_id: str) -> None:
         else None,
         df.merge(pd.DataFrame(infl), on="model") if not df.empty else df,
         f"Accuracy by gold provenance (run {run_id})",
-        sources=[cg],
+        sources=[cg.as_dict()],  # the thin-design warning reads the intervals in the JSON form
         links={"samples": "answers"},
     )
 

@@ -19,6 +19,7 @@ import pandas as pd
 import streamlit as st
 
 from truthline.benchmark._samples import OUTCOMES, SampleFilter, summarize
+from truthline.benchmark._types import EntryKey
 from truthline.dashboards._context import Context
 from truthline.dashboards._frame import cached
 from truthline.dashboards._registry import page
@@ -227,10 +228,7 @@ def samples(ctx: Context) -> None:
     first = (int(at) - 1) * PAGE_SIZE
     st.caption(f"items {first + 1}–{min(first + PAGE_SIZE, len(shown))} of {len(shown)}")
     for r in shown[first : first + PAGE_SIZE]:
-        label = f"{r['item']} · {r['model']}" + "".join(
-            f" · {x}" for x in (r["variant"], r["control"]) if x
-        )
-        if r["condition"] not in ("base", ""):
-            label += f" · {r['condition']}"
+        key = EntryKey.of(r)
+        label = f"{r['item']} · " + key.label(" · ", wrap=(" · ", ""), condition_last=True)
         with st.expander(f"{label} — {r['outcome']}", expanded=first == 0 and r is shown[0]):
             _item(r, flt)
