@@ -15,7 +15,6 @@ functions on arrays live in ``truthline.benchmark.metrics``.
 """
 
 from truthline.audit._gold import SLICES, in_slice
-from truthline.benchmark import _diagnostics  # noqa: F401  (registers per-model metrics)
 from truthline.benchmark import _metrics as metrics
 from truthline.benchmark._across import across_metrics, rank_transfer_runs, run_view
 from truthline.benchmark._baselines import (

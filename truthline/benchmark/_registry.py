@@ -121,7 +121,24 @@ def _plugin_metrics() -> dict[str, EntryPoint]:
 _PLUGINS: dict[str, EntryPoint] | None = None
 
 
+BUILTIN_MODULES = ("truthline.benchmark._diagnostics", "truthline.benchmark._across")
+"""The loop's own metric modules besides this one: the one place they are imported (on the
+first lookup of any metric name), so no package registers metrics by an import elsewhere."""
+_BUILTINS_LOADED = False
+
+
+def _load_builtins() -> None:
+    global _BUILTINS_LOADED
+    if not _BUILTINS_LOADED:
+        _BUILTINS_LOADED = True
+        import importlib
+
+        for module in BUILTIN_MODULES:
+            importlib.import_module(module)
+
+
 def _loaded(name: str) -> bool:
+    _load_builtins()
     return name in _METRICS.as_dict() or name in _RUN_METRICS.as_dict()
 
 
@@ -196,11 +213,13 @@ def metric_needs(name: str) -> tuple[str, ...]:
 
 def registered_metrics() -> list[str]:
     """Every metric name: built in, registered, or declared by a plug-in (not imported)."""
+    _load_builtins()
     return sorted({*_METRICS, *_RUN_METRICS, *_plugin_metrics()})
 
 
 def across_names() -> list[str]:
     """Registered metrics that compare the models of a run (plug-ins are imported to tell)."""
+    _load_builtins()
     for name in _plugin_metrics():
         _ensure(name)
     return sorted(_RUN_METRICS)
