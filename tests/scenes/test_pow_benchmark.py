@@ -89,12 +89,12 @@ def test_per_environment_tables_and_report_sections(run, tmp_path):
 def test_report_sections_render(run, tmp_path, monkeypatch):
     from types import SimpleNamespace
 
-    import truthline.benchmark as B
+    import truthline.benchmark._results as R
     from truthline.systems.realitybench import _conditional as C
 
     _, proj, r = run
     # the fixture's run, without a store round trip
-    monkeypatch.setattr(B, "load_run", lambda store, rid, project: r)
+    monkeypatch.setattr(R, "load_run", lambda store, rid, project: r)
     ctx = SimpleNamespace(
         store=r.store, project=proj, run_ids=["x"], data={}, files=tmp_path, resamples=50
     )
@@ -119,11 +119,11 @@ def test_dashboard_section_shows_the_tables(run, monkeypatch):
 
     import streamlit as st
 
-    import truthline.benchmark as B
+    import truthline.benchmark._results as R
     from truthline.systems.realitybench import _conditional as C
 
     _, proj, r = run
-    monkeypatch.setattr(B, "load_run", lambda store, rid, project: r)
+    monkeypatch.setattr(R, "load_run", lambda store, rid, project: r)
     shown: list[tuple[str, int]] = []
     monkeypatch.setattr(st, "subheader", lambda t: shown.append((t, -1)))
     monkeypatch.setattr(st, "dataframe", lambda df, **k: shown.append(("table", len(df))))

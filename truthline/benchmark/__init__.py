@@ -45,6 +45,7 @@ from truthline.benchmark._results import (
     load_run,
     model_metrics,
     paired_matrix,
+    run_decisions,
 )
 from truthline.benchmark._runner import RunConfig, RunInterrupted, load_manifest, run_benchmark
 from truthline.benchmark._scoring import score_answer
@@ -102,6 +103,7 @@ __all__ = [
     "registered_rules",
     "rule",
     "run_benchmark",
+    "run_decisions",
     "run_view",
     "score_answer",
     "write_report",

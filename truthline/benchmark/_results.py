@@ -10,7 +10,7 @@ the share of returned answers that parse.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -159,6 +159,19 @@ def load_run(store: Store, run_id: str, project: Project | None = None) -> RunDa
     if len(decisions):
         decisions = decisions.rename(columns={"cond": "condition_value"})
     return RunData(run_id, manifest, decisions, pd.DataFrame(ent), pd.DataFrame(out))
+
+
+def run_decisions(
+    store: Store,
+    project: Project,
+    run_ids: Sequence[str],
+    keep: Callable[[pd.DataFrame], bool] | None = None,
+) -> pd.DataFrame | None:
+    """The scored decisions of several runs in one frame, keeping only the runs ``keep``
+    accepts (a system's sections ask for the runs of their own kind); None when none is kept."""
+    parts = [load_run(store, rid, project).decisions for rid in run_ids]
+    parts = [p for p in parts if keep is None or keep(p)]
+    return pd.concat(parts, ignore_index=True) if parts else None
 
 
 def _entry_mask(df: pd.DataFrame, entry: tuple[str, str, str, str]) -> Any:

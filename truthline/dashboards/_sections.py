@@ -24,6 +24,8 @@ def render_sections(sections: Sequence[Section]) -> None:
             if isinstance(b, Paragraph):
                 st.caption(b.text)
             elif isinstance(b, Table):
-                st.dataframe(pd.DataFrame(b.rows, columns=b.columns), hide_index=True)
+                # the rows as the system gave them (``Table.from_rows`` keeps them), else cells
+                frame = pd.DataFrame(b.data or b.rows, columns=b.columns)
+                st.dataframe(frame, hide_index=True)
             elif isinstance(b, Figure):
                 st.image(b.data, caption=b.title)

