@@ -84,7 +84,12 @@ def test_documentation_counts_only_on_accepted_frames_and_false_accepts_on_the_r
     assert r["value"].point == pytest.approx(3 / 4)
     assert r["documentation_on_rejected"].point == pytest.approx(1 / 2)  # t2 wrong, g2 right
     assert r["false_accepts"] == {"n": 1, "of_rejected": 2}
-    assert r["frames"] == {"acceptable": 3, "rejected": 2, "documentation_without_verdict": 0}
+    assert r["frames"] == {
+        "acceptable": 3,
+        "rejected": 2,
+        "gray_excluded": 0,
+        "documentation_without_verdict": 0,
+    }
     a = r["acceptability"]
     assert a["counts"] == {"tp": 2, "fp": 1, "fn": 1, "tn": 1}
     assert a["false_accept_rate"].point == pytest.approx(0.5)

@@ -13,9 +13,8 @@ import pytest
 from truthline.scenes import SceneError, get_environment
 from truthline.scenes._camera import project
 from truthline.scenes._textures import AMBIGUOUS
+from truthline.systems.realitybench._pow import ENVIRONMENTS as ENVS
 from truthline.systems.realitybench.envs._common import IN, estimate_rates
-
-ENVS = ("tape_gap", "slope_gauge", "plate", "label_board", "vehicle_face", "damage_view")
 
 
 @pytest.mark.parametrize("name", ENVS)

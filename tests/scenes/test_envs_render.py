@@ -13,12 +13,16 @@ from truthline.scenes import RenderSettings, get_environment
 from truthline.scenes._accept import target_mask
 from truthline.scenes._render import render
 from truthline.scenes._store import FrameStore
+from truthline.systems.realitybench._pow import ENVIRONMENTS as ENVS
 
-ENVS = ("tape_gap", "slope_gauge", "plate", "label_board", "vehicle_face", "damage_view")
 # (environment, scene key, value): variants rendered on their own as well
-VARIANTS = (("label_board", "variant", "ro_board"), ("label_board", "variant", "equipment_label"))
+VARIANTS = (("slope_gauge", "style", "digital"), ("slope_gauge", "style", "dial"))
 FRAMES = (*ENVS, *(f"{e}:{v}" for e, _, v in VARIANTS), "plate:settings-res")
 RES = [192, 144]
+PATCH_TARGETS = ("horizon_peak", "rail_attachment", "wire_adequacy")
+"""Targets that are a patch of scene (the horizon band; the attachment with the shingles
+around it; the wire run over the roof), measured on their renders by test_measure_solar and
+test_measure_labels; the mask-covers-polygon check does not apply."""
 WB = RenderSettings(engine="BLENDER_WORKBENCH", spp=1, denoise=None, mask=True)
 
 
@@ -67,13 +71,17 @@ def test_visible_mask_lands_on_the_projected_target(frames, name):
     mask = np.asarray(Image.open(store.variant_path(rec, "mask")).convert("L")) > 127
     assert mask.shape == (RES[1], RES[0]) and mask.sum() > 20
     poly = target_mask(rec.gt["target"]["polygon_px"], *RES)
+    if name in PATCH_TARGETS:  # the target is a patch of scene, not one object's surface
+        assert rec.gt["projection_check_px"] < 0.01
+        return
     if name == "vehicle_face":  # the polygon is the car's projected bounding box
         ys, xs = np.nonzero(mask)
         x0, y0, x1, y1 = np.array(rec.gt["target"]["polygon_px"])[[0, 0, 2, 2], [0, 1, 0, 1]]
         assert xs.min() >= x0 - 1.5 and xs.max() <= x1 + 0.5
         assert ys.min() >= y0 - 1.5 and ys.max() <= y1 + 0.5
         return
-    assert (mask & poly).sum() / poly.sum() > 0.9  # the target's pixels are visible
+    # the target's pixels are visible (the tape is a 1-in blade: a few px wide at 192 px)
+    assert (mask & poly).sum() / poly.sum() > (0.8 if name == "tape_gap" else 0.9)
     if name != "tape_gap":  # the tape's target is 3 in of a 30-in blade; others are whole
         iou = (mask & poly).sum() / (mask | poly).sum()
         assert iou > 0.8, iou

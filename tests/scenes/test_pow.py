@@ -17,7 +17,7 @@ from PIL import Image
 from truthline.annotate import instructions, label_config
 from truthline.systems.realitybench import _pow as P
 
-ENVS = ("tape_gap", "plate", "label_board")
+ENVS = ("tape_gap", "plate", "ro_board")
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +27,10 @@ def frames():
 
 @pytest.fixture(scope="module")
 def ratings(frames):
-    return P.simulated_verdicts(frames, seed=0)
+    # planted: the SIMULATED raters want 2x the default sharpness (frames close enough to the
+    # default threshold for tuning to see the difference exist in every environment's sample)
+    sim = P.SimRaters(truth={"sharpness": 2.0, "contrast": 0.85, "feature_px": 1.25})
+    return P.simulated_verdicts(frames, sim, seed=0)
 
 
 def test_declared_split_depends_on_the_key_only():
@@ -73,12 +76,12 @@ def test_validation_protocol(frames, ratings):
     assert v.wilson.low <= v.wilson.point <= v.wilson.high
     agree_n = sum(v.report.confusion.get(k, {}).get(k, 0) for k in v.report.confusion)
     assert v.wilson.point == pytest.approx(agree_n / c["held_out_scored"])
-    # planted: SIMULATED raters want 1.4x the default sharpness; tuning moves towards it
+    # planted: SIMULATED raters want 2x the default sharpness; tuning moves towards it
     moved = [
         t for t in v.tuned.values() if t["thresholds"]["sharpness"] > t["default"]["sharpness"]
     ]
     assert moved and all(
-        t["thresholds"]["sharpness"] <= 2.5 * t["default"]["sharpness"] for t in v.tuned.values()
+        t["thresholds"]["sharpness"] <= 3.0 * t["default"]["sharpness"] for t in v.tuned.values()
     )
     # Krippendorff's alpha with skips = the krippendorff package on the same table
     data = ratings.map(lambda x: np.nan if x is None else float(x)).to_numpy(dtype=float).T

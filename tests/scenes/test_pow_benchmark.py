@@ -48,14 +48,14 @@ def test_gold_has_scorer_and_scene_provenance(run):
     acc = d[(d["field"] == "acceptable") & (d["model"] == MODELS[0])]
     assert set(acc["provenance"]) == {"scorer"}
     assert set(d[d["field"] != "acceptable"]["provenance"]) == {"scene-gt"}
-    by_key = dict(zip(frames["key"], frames["acceptable"], strict=True))
+    verdict = frames[~frames["gray"]]  # gray-zone frames carry no verdict (section 4)
     keys = acc["meta"].map(lambda m: m.get("environment"))
-    assert set(keys) == set(P.ENVIRONMENTS)
-    assert acc["gold"].astype(bool).sum() == sum(by_key.values())
+    assert set(keys) == set(P.ENVIRONMENTS) and len(acc) == len(verdict)
+    assert acc["gold"].astype(bool).sum() == int(verdict["acceptable"].sum())
 
 
 def test_conditional_metric_on_the_run(run):
-    _, proj, r = run
+    frames, proj, r = run
     from truthline.benchmark._registry import Scored
     from truthline.systems.realitybench import _conditional as C
 
@@ -67,7 +67,12 @@ def test_conditional_metric_on_the_run(run):
         out = C.conditional_scores(s)
         scores[m] = out["value"].point
         assert set(out["by_environment"]) == set(P.ENVIRONMENTS)
-        assert out["frames"]["acceptable"] + out["frames"]["rejected"] == 60
+        n_env = 10 * len(P.ENVIRONMENTS)
+        assert out["frames"]["acceptable"] + out["frames"]["rejected"] == n_env - int(
+            frames["gray"].sum()
+        )
+        # a gray frame with no documentation gold has no decisions left at all
+        assert 0 < out["frames"]["gray_excluded"] <= int(frames["gray"].sum())
     assert scores["simulated:pow-strong"] > scores["simulated:pow-weak"]
 
 
@@ -80,7 +85,7 @@ def test_per_environment_tables_and_report_sections(run, tmp_path):
     row = next(
         x for x in t["by_environment"] if x["environment"] == "plate" and x["model"] == MODELS[0]
     )
-    sub = frames[frames["environment"] == "plate"]
+    sub = frames[(frames["environment"] == "plate") & ~frames["gray"]]  # gray: no verdict
     assert row["frames"] == len(sub) and row["acceptable frames"] == int(sub["acceptable"].sum())
     assert row["false accepts"].endswith(f"/{int((~sub['acceptable']).sum())}")
     assert {x["field"] for x in t["by_field"]} >= {"tape_reading", "plate", "visible_face"}
@@ -111,7 +116,7 @@ def test_report_sections_render(run, tmp_path, monkeypatch):
     assert set(t) == {"overall", "by_environment", "by_field", "human", "rankings"}
     raters = [h["model"] for h in t["human"]]
     assert len(raters) == 7 and raters[-1] == "human: raters' majority"
-    assert all(h["frames"] <= 60 for h in t["human"])
+    assert all(h["frames"] <= 10 * len(P.ENVIRONMENTS) for h in t["human"])
 
 
 def test_dashboard_section_shows_the_tables(run, monkeypatch):

@@ -51,6 +51,16 @@ def test_frames_ratings_validate_import_run_report(tmp_path, scenes_env):
     assert (ws / "scenes" / "pow" / "thresholds.json").is_file()
     imp = json.loads(tl("pow", "import", "--json").stdout)
     assert imp["items"] == 12 and imp["tuned"] is True
+    assert imp["withdrawn"] == 0  # clean Workbench renders pass the render sanity checks
+    # the paper's withdrawal of defective frames: recorded, counted, reversible
+    key = (ws / "scenes" / "pow" / "frames.csv").read_text().splitlines()[1].split(",")[0]
+    w = json.loads(tl("pow", "withdraw", key, "--reason", "board texture defect", "--json").stdout)
+    assert w["withdrawn"] == 1
+    again = json.loads(tl("pow", "import", "--json").stdout)
+    assert again["withdrawn"] == 1 and again["withdrawn_by_reason"] == {"board texture defect": 1}
+    bad = runner.invoke(app, ["--workspace", str(ws), "pow", "withdraw", "nope/x", "--reason", "r"])
+    assert bad.exit_code != 0 and "no item(s) 'nope/x'" in str(bad.exception)
+    assert json.loads(tl("pow", "withdraw", key, "--undo", "--json").stdout)["reinstated"] == 1
     man = json.loads(
         tl("benchmark", "run", "--project", "proof-of-work", "--model", "simulated:pow-strong",
            "--model", "simulated:pow-weak", "--model", "simulated:pow-mid", "--json").stdout

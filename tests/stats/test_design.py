@@ -178,3 +178,13 @@ def test_pairwise_agreement_of_one_does_not_collapse():
         assert ci.point == 1.0 and ci.high == 1.0
         assert ci.low == pytest.approx(lo, abs=1e-9), name  # Wilson on 30 units, not 90 pairs
         assert ci.method.endswith("+wilson")
+
+
+def test_paired_difference_is_never_taken_for_a_proportion():
+    # a - b of 0/1 scores that is never negative used to get a Wilson floor: 0 [0, 0.16]
+    a = np.array([1.0] * 20)
+    ci = paired_diff_ci(a, a, resamples=200)
+    assert ci.point == 0.0 and ci.low == 0.0 and ci.high == 0.0
+    b = np.array([1.0] * 18 + [0.0] * 2)
+    ci = paired_diff_ci(a, b, resamples=500)
+    assert ci.point == 0.1 and ci.low < 0.1 < ci.high

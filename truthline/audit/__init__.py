@@ -2,7 +2,8 @@
 
 Public API: ``run_audit`` -> ``AuditResult`` (``.as_dict()`` for the CLI and dashboards),
 ``finalize`` (gold snapshot with provenance), ``exclude_annotator``, ``import_table``,
-``review_queue``, ``self_reference``, ``plan_sample_size``, the report renderers
+``review_queue``, ``self_reference``, ``withdraw`` / ``withdrawals`` (items withdrawn
+from the benchmark with a reason), ``plan_sample_size``, the report renderers
 ``to_markdown`` / ``to_html``, and the one gold writer: ``insert_snapshot`` (what finalize,
 ``write_known_truth`` for gold known by construction and ``benchmark.load_release`` write
 through).
@@ -49,6 +50,7 @@ from truthline.audit._results import (
     VlmKappaHigh,
     ZeroProductive,
 )
+from truthline.audit._withdraw import Withdrawal, reason_counts, withdraw, withdrawals
 
 __all__ = [
     "PROVENANCES",
@@ -67,6 +69,7 @@ __all__ = [
     "ProvenanceGradient",
     "QueueItem",
     "VlmKappaHigh",
+    "Withdrawal",
     "ZeroProductive",
     "default_gradient_model",
     "exclude_annotator",
@@ -82,11 +85,14 @@ __all__ = [
     "plan_sample_size",
     "prediction_versions",
     "queue_rows",
+    "reason_counts",
     "resolve_snapshot",
     "review_queue",
     "run_audit",
     "self_reference",
     "to_html",
     "to_markdown",
+    "withdraw",
+    "withdrawals",
     "write_known_truth",
 ]

@@ -394,6 +394,8 @@ class Gold:
     project: str
     snapshot: str
     items: list[GoldItem]
+    withdrawn: dict[str, str] = field(default_factory=dict)
+    """Key -> reason of the snapshot's items left out because they were withdrawn."""
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -440,7 +442,10 @@ def latest_snapshot(store: Store, project: str) -> str:
 
 def load_gold(store: Store, project: str, snapshot: str | None = None, slice_: str = "all") -> Gold:
     """Gold decisions of one snapshot (a hash or unique prefix; default: the latest),
-    restricted to a provenance slice; items left without any decision are dropped."""
+    restricted to a provenance slice; items left without any decision are dropped, and so
+    are withdrawn items (``truthline.audit.withdraw``; named in ``Gold.withdrawn``)."""
+    from truthline.audit._withdraw import active_withdrawals
+
     t = tables
     with store.begin() as conn:
         snap = resolve_snapshot(conn, project, snapshot)
@@ -472,8 +477,13 @@ def load_gold(store: Store, project: str, snapshot: str | None = None, slice_: s
             .where(t.gold.c.snapshot == snap)
             .order_by(t.gold.c.item_id, t.gold.c.field_path)
         ).all()
+        gone = active_withdrawals(conn, project)
     items: dict[int, GoldItem] = {}
+    withdrawn: dict[str, str] = {}
     for r in rows:
+        if r.item_id in gone:
+            withdrawn[r.key] = gone[r.item_id]
+            continue
         arm = arms.get(r.item_id)
         if not in_slice(slice_, r.provenance, arm):
             continue
@@ -491,4 +501,4 @@ def load_gold(store: Store, project: str, snapshot: str | None = None, slice_: s
             )
         it.values[r.field_path] = r.value
         it.provenance[r.field_path] = r.provenance
-    return Gold(project, snap, list(items.values()))
+    return Gold(project, snap, list(items.values()), withdrawn)

@@ -4,14 +4,23 @@ conditions (Base/+GT) and open-answer similarity with per-model z-scores.
 
 Each is one ``@metric(name, across=True)`` over a ``RunScored``. Models are compared on
 their *common* decisions (same item and path), so an infrastructure-missing answer of one
-model removes that decision for all, never counts against one. Rule baselines are models
-of kind ``rule``: they define the hard subset but are left out of routing, ensembles and
-rankings.
+model removes that decision for all, never counts against one. Who counts as a model is
+decided once, by ``ranked_models``: a model's base entry (the main condition, no input
+control; its prompt variants and +GT/no-image entries are not more models). Rule
+baselines are models of kind ``rule``: they define the hard subset; RealityBench routes,
+votes and ranks its VLMs only, so rules are left out there, and a note that counts models
+names the rules and entries it left out instead of reporting a short count.
+
+Rank transfer carries the simultaneous rank-confidence-set interval (``truthline.stats.
+_ranks.rank_agreement``); the routing oracle is cross-fitted (``routing_crossfit``), the
+in-sample oracle shown only labelled "in-sample (optimistic)".
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,6 +31,7 @@ from truthline.benchmark._registry import RunScored, Scored, _targets, across_na
 from truthline.benchmark._types import EntryKey
 from truthline.fields import Text
 from truthline.project import Project
+from truthline.stats import boot_scores, cluster_sums, rank_agreement, routing_crossfit
 from truthline.store import Store
 
 BASE = ("base", "")
@@ -29,7 +39,59 @@ BASE = ("base", "")
 
 
 def _base_models(v: RunScored, *, rules: bool = False) -> list[str]:
-    return [k for k in v.models(rules=rules) if v.keys.get(k, ("", "", *BASE))[2:] == BASE]
+    return ranked_models(v, rules=rules).models
+
+
+@dataclass(frozen=True)
+class ModelCount:
+    """The entries of a run that count as models (``models``) and those that do not: rule
+    baselines (``rules``) and other entries of a counted model (``other``: a prompt variant
+    beside the main one, +GT, an input control)."""
+
+    models: list[str]
+    rules: list[str]
+    other: list[str]
+
+    def short(self, need: int, what: str) -> str | None:
+        """None when there are ``need`` models, else the note saying what was counted."""
+        if len(self.models) >= need:
+            return None
+        left = []
+        if self.rules:
+            left.append(f"rule baselines are not ranked: {', '.join(self.rules)}")
+        if self.other:
+            left.append(f"other entries of these models: {', '.join(self.other)}")
+        tail = f" ({'; '.join(left)})" if left else ""
+        return f"{what} needs at least {need} models, got {len(self.models)}{tail}"
+
+
+def ranked_models(v: RunScored, *, rules: bool = False) -> ModelCount:
+    """Who counts as a model in a comparison across models: one entry per model, its base
+    entry (condition ``base``, no control; with several prompt variants the main one, ``""``,
+    else the first); rule baselines only when ``rules``."""
+    models: list[str] = []
+    seen: dict[str, str] = {}
+    other: list[str] = []
+    rule_labels = [k for k in v.entries if v.kinds.get(k) == "rule"]
+    for k in v.entries:
+        if k in rule_labels and not rules:
+            continue
+        key = v.keys.get(k, (k, "", *BASE))
+        if tuple(key[2:4]) != BASE:
+            other.append(k)
+            continue
+        name = str(key[0])
+        if name in seen:  # a second prompt variant of one model: the main one counts
+            if key[1] == "":
+                other.append(seen[name])
+                models[models.index(seen[name])] = k
+                seen[name] = k
+            else:
+                other.append(k)
+            continue
+        seen[name] = k
+        models.append(k)
+    return ModelCount(models, [] if rules else rule_labels, other)
 
 
 def _none(x: Any) -> Any:
@@ -75,37 +137,57 @@ def _environment(v: RunScored, base: pd.DataFrame) -> tuple[str, list[str]]:
 
 @metric("routing_oracle", across=True)
 def _routing(v: RunScored) -> dict[str, Any]:
-    """Best model per environment (``[benchmark] environment``, else the strata) and the
-    accuracy of routing each environment's decisions to it, beside the best single model."""
-    labels = _base_models(v)
-    if len(labels) < 2:
-        return {"value": None, "note": "routing needs at least two models in the run"}
+    """Best model per environment (``[benchmark] environment``, else the strata), cross-fitted
+    (METRICS.md §6): chosen on one random half of the clusters, scored on the other, both
+    ways; beside the best single model chosen the same way. The in-sample oracle (the
+    paper's 0.86) is reported only under ``in_sample``, labelled optimistic."""
+    count = ranked_models(v)
+    note = count.short(2, "routing")
+    if note:
+        return {"value": None, "note": note}
+    labels = count.models
     base, per = aligned(v, labels)
     if not len(base):
         return {"value": None, "note": "no decisions common to the models"}
     by, env = _environment(v, base)
-    correct = {lab: per[lab]["correct"].astype(float).to_numpy() for lab in labels}
-    r = M.routing_oracle(correct, env)
+    correct = np.column_stack([per[lab]["correct"].astype(float).to_numpy() for lab in labels])
+    args = _boot(v, base)
+    r = routing_crossfit(
+        labels,
+        correct,
+        np.ones_like(correct),
+        env,
+        clusters=args.get("clusters") or args["units"],
+        strata=args.get("strata"),
+        resamples=v.rs.resamples,
+        seed=v.rs.seed,
+        level=v.rs.level,
+        scheme="cluster" if args.get("clusters") else "item",
+    )
     env_a = np.array([str(e) for e in env], dtype=object)
-    routed = np.zeros(len(base))
-    n_env: dict[str, int] = {}
-    acc_env: dict[str, float] = {}
-    for e, lab in r["best_by_environment"].items():
-        mask = env_a == e
-        routed[mask] = correct[lab][mask]
-        n_env[e] = int(mask.sum())
-        acc_env[e] = float(correct[lab][mask].mean())
-    singles = {lab: float(c.mean()) for lab, c in correct.items()}
-    best = max(singles, key=lambda k: singles[k])
-    ci = M.accuracies({"routed": routed, "best": correct[best]}, **_boot(v, base))
+    n_env = {e: int((env_a == e).sum()) for e in r.environments}
+    acc_env = {
+        e: float(correct[env_a == e, labels.index(m)].mean()) for e, m in r.in_sample_choice.items()
+    }
     return {
-        "value": ci["routed"],
+        "value": r.routed,
+        "method": "cross-fitted: chosen on one half of the clusters, scored on the other",
         "environment": by,
-        "best_by_environment": r["best_by_environment"],
+        "best_by_environment": r.in_sample_choice,
+        "choices_by_half": r.choices,
         "n_by_environment": n_env,
         "accuracy_by_environment": acc_env,
-        "best_single": {"model": best, "accuracy": ci["best"]},
-        "gain": float(routed.mean() - singles[best]),
+        "best_single": {"model": r.in_sample_single, "accuracy": r.best_single},
+        "best_single_by_half": r.single_choices,
+        "gain": r.gain.point,
+        "gain_ci": r.gain,
+        "in_sample": {
+            "label": r.in_sample_label,
+            "routed": r.in_sample,
+            "best_single": r.in_sample_best_single,
+        },
+        "models": labels,
+        "clusters": r.clusters,
         "n": len(base),
     }
 
@@ -209,58 +291,157 @@ def _hard(v: RunScored) -> dict[str, Any]:
 
 @metric("rank_transfer", across=True)
 def _rank_transfer(v: RunScored) -> dict[str, Any]:
-    """Spearman and Pearson (with p-values) between model accuracies on the two item sets
-    named by ``[benchmark] transfer_column`` (e.g. synthetic vs real)."""
+    """Rank agreement of the models' accuracies on the two item sets named by ``[benchmark]
+    transfer_column`` (e.g. source = render / real): Spearman rho and Pearson r with
+    p-values, and the rank-confidence-set intervals (METRICS.md §6)."""
     col = v.settings.transfer_column
     if not col:
         return {"value": None, "note": "declare [benchmark] transfer_column (two item sets)"}
     return transfer_by_column(v, col)
 
 
+@dataclass(frozen=True)
+class SetScores:
+    """Each model's accuracy on one item set (decisions common to the models there), its
+    bootstrap replicates on the set's design and the decision/cluster counts."""
+
+    name: str
+    scores: dict[str, float]
+    boot: np.ndarray | None
+    n: dict[str, int]
+    clusters: int
+    scheme: str = "item"
+
+
+def set_scores(
+    v: RunScored,
+    labels: list[str],
+    name: str,
+    keep: Callable[[pd.DataFrame], Any] | None = None,
+    *,
+    seed_offset: int = 0,
+    score: Callable[[pd.DataFrame], np.ndarray] | None = None,
+) -> SetScores:
+    """``labels``' accuracies on the decisions ``keep`` (a decisions -> bool mask function;
+    None: all) that every one of them has, with replicates drawn over the set's clusters
+    within its strata (seed: the run's, plus ``seed_offset`` so two sets draw independently).
+    ``score``: a decision's credit (default its ``correct``; RealityBench's "any named part
+    counts" passes its own)."""
+    base, per = aligned(v, labels)
+    if len(base) and keep is not None:
+        mask = np.asarray(keep(base), dtype=bool)
+        base = base[mask].reset_index(drop=True)
+        per = {lab: d[mask].reset_index(drop=True) for lab, d in per.items()}
+    if not len(base):
+        return SetScores(name, {}, None, {}, 0)
+    credit = score or (lambda d: d["correct"].astype(float).to_numpy())
+    c = np.column_stack([np.asarray(credit(per[lab]), dtype=float) for lab in labels])
+    args = _boot(v, base)
+    num_g, den_g, strata_g = cluster_sums(
+        c, np.ones_like(c), args.get("clusters") or args["units"], args.get("strata")
+    )
+    boot = (
+        boot_scores(num_g, den_g, strata_g, v.rs.resamples, v.rs.seed + seed_offset)
+        if v.rs.resamples
+        else None
+    )
+    return SetScores(
+        name,
+        dict(zip(labels, c.mean(0).tolist(), strict=True)),
+        boot,
+        dict.fromkeys(labels, len(base)),
+        num_g.shape[0],
+        "cluster" if args.get("clusters") else "item",
+    )
+
+
 def transfer_by_column(v: RunScored, col: str) -> dict[str, Any]:
     """Rank transfer between the two values of metadata column ``col``."""
-    labels = _base_models(v)
-    scores: dict[str, dict[str, float]] = {}
-    counts: dict[str, dict[str, int]] = {}
-    for lab in labels:
-        d = v.entries[lab].decisions
-        if not len(d):
-            continue
-        sets = d["meta"].map(lambda m: str((m or {}).get(col, "")))
-        for name, grp in d.groupby(sets):
-            scores.setdefault(str(name), {})[lab] = float(grp["correct"].astype(float).mean())
-            counts.setdefault(str(name), {})[lab] = len(grp)
-    names = sorted(k for k in scores if k)
+    count = ranked_models(v)
+    labels = count.models
+    d0 = v.entries[labels[0]].decisions if labels else pd.DataFrame()
+    names = sorted({str((m or {}).get(col, "")) for m in d0["meta"]} - {""}) if len(d0) else []
     if len(names) != 2:
         return {
             "value": None,
             "note": f"column {col!r} must split the items into two sets, found {names}",
         }
-    a, b = names
-    return _transfer(scores[a], scores[b], names, (counts[a], counts[b]))
+
+    def on(name: str) -> Any:
+        return lambda b: b["meta"].map(lambda m: str((m or {}).get(col, "")) == name)
+
+    def has(lab: str, name: str) -> bool:
+        d = v.entries[lab].decisions
+        return bool(len(d)) and bool(on(name)(d).any())
+
+    # a model not run on one set (the paper: 22 of 26 models on real photos) drops out
+    both = [lab for lab in labels if all(has(lab, n) for n in names)]
+    sides = [set_scores(v, both, n, on(n), seed_offset=i) for i, n in enumerate(names)]
+    return transfer(sides[0], sides[1], count, seed=v.rs.seed, level=v.rs.level)
 
 
-def _transfer(
-    a: dict[str, float],
-    b: dict[str, float],
-    names: list[str],
-    n: tuple[dict[str, int], dict[str, int]],
+def transfer(
+    a: SetScores,
+    b: SetScores,
+    count: ModelCount | None = None,
+    *,
+    seed: int = 0,
+    level: float = 0.95,
 ) -> dict[str, Any]:
-    """Rank correlation of the models' scores on two sets; ``n``: each model's decisions
-    behind its score on each set."""
-    if len(set(a) & set(b)) < 3:
+    """Rank agreement of the models' scores on two sets, as the metric's plain result:
+    Spearman rho (``value``, with its rank-confidence-set interval), Kendall tau-b with its
+    interval, Pearson r and the p-values (scores taken as exact), and per model its scores
+    and decision counts."""
+    names = [a.name, b.name]
+    models = [m for m in a.scores if m in b.scores]
+    if len(models) < 3:
+        short = (count or ModelCount(models, [], [])).short(3, "rank transfer")
         return {
             "value": None,
             "sets": names,
-            "note": f"rank transfer needs 3 models on both sets, got {len(set(a) & set(b))}",
+            "note": short or f"rank transfer needs 3 models on both sets, got {len(models)}",
         }
-    r = M.rank_transfer(a, b)
+    for side in (a, b):
+        if len({round(side.scores[m], 12) for m in models}) == 1:
+            return {
+                "value": None,
+                "sets": names,
+                "models": models,
+                "note": f"every model scores {side.scores[models[0]]:.3f} on {side.name!r}: "
+                "a rank correlation is undefined when one set ties them all",
+            }
+    ia = [list(a.scores).index(m) for m in models]
+    ib = [list(b.scores).index(m) for m in models]
+    r = rank_agreement(
+        models,
+        [a.scores[m] for m in models],
+        [b.scores[m] for m in models],
+        None if a.boot is None else a.boot[:, ia],
+        None if b.boot is None else b.boot[:, ib],
+        tasks=(a.name, b.name),
+        seed=seed,
+        level=level,
+        n=(a.clusters, b.clusters),
+    )
     return {
-        "value": r["spearman_rho"],
+        "value": r.rho_ci(a.scheme),
         "sets": names,
-        **r,
-        "scores": {m: {names[0]: a[m], names[1]: b[m]} for m in r["models"]},
-        "n": {m: {names[0]: n[0][m], names[1]: n[1][m]} for m in r["models"]},
+        "models": models,
+        "spearman_rho": r.rho,
+        "spearman_p": r.rho_p,
+        "pearson_r": r.pearson_r,
+        "pearson_p": r.pearson_p,
+        "kendall_tau": r.tau_ci(a.scheme),
+        "kendall_p": r.tau_p,
+        "verdict": r.verdict,
+        "concordant": r.concordant,
+        "discordant": r.discordant,
+        "unresolved": r.unresolved,
+        "unresolved_pairs": [list(p) for p in r.unresolved_pairs],
+        "rank_agreement": r,
+        "scores": {m: {a.name: a.scores[m], b.name: b.scores[m]} for m in models},
+        "n": {m: {a.name: a.n[m], b.name: b.n[m]} for m in models},
+        "clusters": {a.name: a.clusters, b.name: b.clusters},
     }
 
 
@@ -378,20 +559,18 @@ def rank_transfer_runs(
     other: Project | None = None,
 ) -> dict[str, Any]:
     """Rank transfer between two runs (e.g. synthetic and real gold): each model's accuracy
-    in each run, matched by entry label."""
+    in each run (matched by entry label), with replicates on each run's own design."""
     from truthline.benchmark._registry import plain
 
-    va = run_view(store, project, run_a, resamples=0)
-    vb = run_view(store, other or project, run_b, resamples=0)
-
-    def accs(v: RunScored) -> dict[str, float]:
-        return {
-            lab: float(v.entries[lab].decisions["correct"].astype(float).mean())
-            for lab in _base_models(v)
-            if len(v.entries[lab].decisions)
-        }
-
-    def counts(v: RunScored) -> dict[str, int]:
-        return {lab: len(v.entries[lab].decisions) for lab in _base_models(v)}
-
-    return plain(_transfer(accs(va), accs(vb), [run_a, run_b], (counts(va), counts(vb))))
+    va = run_view(store, project, run_a)
+    vb = run_view(store, other or project, run_b)
+    ca, cb = ranked_models(va), ranked_models(vb)
+    common = [m for m in ca.models if m in cb.models]
+    sa = set_scores(va, common, run_a) if common else SetScores(run_a, {}, None, {}, 0)
+    sb = (
+        set_scores(vb, common, run_b, seed_offset=1)
+        if common
+        else SetScores(run_b, {}, None, {}, 0)
+    )
+    count = ModelCount(common, ca.rules, ca.other)
+    return plain(transfer(sa, sb, count, seed=va.rs.seed, level=va.rs.level))

@@ -463,13 +463,16 @@ def _across_section(out: list[Section], name: str, r: dict[str, Any], rid: str) 
 def _routing_oracle_section(r: dict[str, Any], rid: str) -> list[Section]:
     """Each environment's best model and the routed accuracy."""
     best = r["best_single"]
+    ins = r.get("in_sample") or {}
+    optimistic = f" {ins['label']}: {fmt_ci(ins['routed'])}." if ins.get("routed") else ""
     return [
         Section.of(
             f"Routing oracle ({rid})",
-            f"Each {r['environment']} routed to its best model: accuracy "
+            f"Each {r['environment']} routed to its best model, "
+            f"{r.get('method', 'cross-fitted')}: accuracy "
             f"{fmt_ci(r['value'])} vs best single model {best['model']} "
             f"{fmt_ci(best['accuracy'])} (gain {100 * r['gain']:+.1f} pp, "
-            f"{r['n']} common decisions).",
+            f"{r['n']} common decisions).{optimistic} The table shows the in-sample choices.",
             [
                 {
                     r["environment"]: e,
@@ -537,7 +540,8 @@ def _rank_transfer_section(r: dict[str, Any], rid: str) -> list[Section]:
     return [
         Section.of(
             f"Rank transfer {a_} -> {b_} ({rid})",
-            f"Spearman rho {r['spearman_rho']:.3f} (p {r['spearman_p']:.3g}), "
+            f"Spearman rho {r['spearman_rho']:.3f} (p {r['spearman_p']:.3g}; "
+            f"rank-confidence-set interval {fmt_ci(r['value'])}: {r.get('verdict', '')}), "
             f"Pearson r {r['pearson_r']:.3f} (p {r['pearson_p']:.3g}) over "
             f"{len(r['models'])} models.",
             [{"model": m, **v} for m, v in r["scores"].items()],

@@ -2,7 +2,9 @@
 at the output rate (METRICS.md §5). Local and simulated models cost nothing.
 
 Prices change; a spec option ``price_in=...;price_out=...`` overrides this table, and
-``register_price`` adds a model for a whole session.
+``register_price`` adds a model for a whole session. A price's source date (the day its
+pricing page was read; ``as_of``, or the spec option ``price_date``) is what a cost table
+prints beside it (RealityBench Table 7); the built-in entries record none.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from truthline.models._spec import ModelSpec
 class Price:
     input_per_m: float
     output_per_m: float
+    as_of: str | None = None
+    """ISO date the list price was read from the developer's pricing page (None: not recorded)."""
 
     def cost(self, tokens_in: int, tokens_out: int, tokens_thinking: int = 0) -> float:
         return (
@@ -38,8 +42,10 @@ PRICES: dict[str, Price] = {
 }
 
 
-def register_price(model: str, input_per_m: float, output_per_m: float) -> None:
-    PRICES[model] = Price(input_per_m, output_per_m)
+def register_price(
+    model: str, input_per_m: float, output_per_m: float, as_of: str | None = None
+) -> None:
+    PRICES[model] = Price(input_per_m, output_per_m, as_of)
 
 
 def price_known(spec: ModelSpec) -> bool:
@@ -57,3 +63,10 @@ def price_for(spec: ModelSpec) -> Price:
     pin = spec.opt_float("price_in", base.input_per_m)
     pout = spec.opt_float("price_out", base.output_per_m)
     return Price(pin or 0.0, pout or 0.0)
+
+
+def price_date(spec: ModelSpec) -> str | None:
+    """The source date of the spec's price: its ``price_date`` option, else the table
+    entry's ``as_of`` (None when neither records one)."""
+    table = PRICES.get(spec.name) if spec.kind == "openai" else None
+    return spec.opt("price_date") or (table.as_of if table else None)

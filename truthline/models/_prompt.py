@@ -2,8 +2,10 @@
 
 Template context: ``project`` (the Project), ``item`` (``id``, ``key``, ``meta``, ``parent``,
 ``media``), ``fields`` (top-level name -> FieldType; ``.describe`` says what a valid
-value is, entity lists have ``.subfields``), ``taxonomies`` (name -> Taxonomy) and
-``n_images``. Undefined names are errors that name the template file.
+value is, entity lists have ``.subfields``), ``taxonomies`` (name -> Taxonomy),
+``n_images`` and ``variant`` (the ``[prompts] variants`` name being rendered, ``"default"``
+for the user prompt: one template can serve several variants, e.g. a prompt-order
+ablation). Undefined names are errors that name the template file.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ def render_template(path: Path, context: dict[str, Any]) -> str:
         return tpl.render(**context).strip()
     except jinja2.UndefinedError as exc:
         raise TruthlineError(
-            f"{path}: {exc.message} (context: project, item, fields, taxonomies, n_images)"
+            f"{path}: {exc.message} (context: project, item, fields, taxonomies, n_images, variant)"
         ) from None
 
 
@@ -89,6 +91,7 @@ def render_prompt(
         "fields": project.field_types,
         "taxonomies": project.taxonomies,
         "n_images": n_images,
+        "variant": template or "default",
     }
     system = None
     if project.prompts.system:

@@ -17,7 +17,9 @@ Examples::
 
 Options every backend understands: ``alias`` (the name stored as model version; default
 ``KIND:NAME``), ``price_in`` / ``price_out`` (USD per million tokens, overriding the
-declared price table). The alias never contains the URL or a key; a password inside
+declared price table), ``price_date`` (when that price was read off the provider's
+pricing page; set cost tables print it) and ``group`` (a model-scale group, e.g.
+``small``, for group means). The alias never contains the URL or a key; a password inside
 the URL (``http://user:PASSWORD@host/v1``) is redacted from ``text`` (what is stored and
 printed) with the store's own ``redact_url``, and only ``url`` (never shown) keeps it.
 """
@@ -79,13 +81,18 @@ class ModelSpec:
 
     @property
     def cache_identity(self) -> str:
-        """What identifies the model for the cache: everything except the alias and prices."""
+        """What identifies the model for the cache: every option except those that do not
+        change its answers (``NOT_IDENTITY``)."""
         opts = ";".join(
-            f"{k}={v}"
-            for k, v in sorted(self.options.items())
-            if k not in ("alias", "price_in", "price_out", "timeout", "key_env")
+            f"{k}={v}" for k, v in sorted(self.options.items()) if k not in NOT_IDENTITY
         )
         return f"{self.kind}:{self.name}@{self.url or ''};{opts}"
+
+
+NOT_IDENTITY = ("alias", "price_in", "price_out", "price_date", "timeout", "key_env", "group")
+"""Spec options that never change a model's answers: its name, price (and when that price
+was read), timeout, key variable and model-scale group (``group=small``, SynDORBench's
+tables): tagging a model with them re-runs nothing."""
 
 
 def parse_model_spec(spec: str) -> ModelSpec:

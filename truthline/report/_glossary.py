@@ -256,7 +256,9 @@ _ENTRIES: list[tuple[str, str, str]] = [
     (
         "routing_oracle",
         "routing oracle",
-        "Accuracy when each environment is routed to its best model, vs the best single model.",
+        "Accuracy when each environment is routed to its best model, chosen on one random half "
+        "of the clusters and scored on the other (cross-fitted), vs the best single model chosen "
+        "the same way; the in-sample oracle is labelled optimistic.",
     ),
     (
         "ensemble",
@@ -271,7 +273,8 @@ _ENTRIES: list[tuple[str, str, str]] = [
     (
         "rank_transfer",
         "rank transfer",
-        "Spearman rho and Pearson r between model scores on two item sets.",
+        "Spearman rho and Pearson r between model scores on two item sets, with a "
+        "simultaneous rank-confidence-set interval (pairs of models resolved in both sets).",
     ),
     (
         "paired_conditions",
@@ -336,13 +339,13 @@ _ENTRIES: list[tuple[str, str, str]] = [
         "acceptability_documentation_rank",
         "acceptability vs documentation rank",
         "Kendall's tau between models' acceptability F1 and their documentation score on "
-        "accepted frames, with a paired bootstrap CI over items.",
+        "accepted frames, with a simultaneous rank-confidence-set interval.",
     ),
     (
         "rendering_transfer",
         "rendering transfer",
         "Kendall's tau between models' documentation scores on two renderings of the same "
-        "scenes (item metadata 'rendering'), paired bootstrap CI over scenes.",
+        "scenes (item metadata 'rendering'), with a simultaneous rank-confidence-set interval.",
     ),
 ]
 

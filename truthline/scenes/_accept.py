@@ -325,10 +325,13 @@ def is_gray(acc: Acceptability | Mapping[str, Any]) -> bool:
 def rescore(terms: Mapping[str, Mapping[str, Any]], th: Thresholds) -> Acceptability:
     """Re-decide a scored frame with other thresholds from its stored term values (tuning
     needs no re-render): each term keeps its value and kind, gets ``th``'s threshold; a
-    term ``th`` does not use is dropped."""
+    generic term ``th`` does not use is dropped. An environment's own terms (tape lean,
+    camera roll, car in frame: not in ``TERMS``) are kept as decided: retuning the generic
+    thresholds must never let a frame that fails one of them pass."""
     out: dict[str, dict[str, Any]] = {}
     for name, t in terms.items():
         if name not in TERMS:
+            out[name] = dict(t)
             continue
         new = term(name, t.get("value"), th, str(t.get("kind", "scene")))
         if new is not None:

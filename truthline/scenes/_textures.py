@@ -547,3 +547,126 @@ def damage_texture(
             "seed": seed,
         },
     )
+
+
+# -- load center: breaker directory card and dead-front -------------------------------------------
+def _draw_at_size(
+    draw: ImageDraw.ImageDraw,
+    text: str,
+    f: ImageFont.FreeTypeFont,
+    src: str,
+    x0: float,
+    yc: float,
+    fill: Any,
+    align: str = "left",
+    x1: float | None = None,
+) -> dict[str, Any]:
+    """Draw ``text`` at font ``f``, its ink box left-aligned at ``x0`` (or right-aligned at
+    ``x1``) and vertically centred on ``yc``; returns the same record as
+    ``_draw_text_box`` (text, ink box, font source, size)."""
+    bb = f.getbbox(text)
+    w, h = bb[2] - bb[0], bb[3] - bb[1]
+    left = (x1 - w) if align == "right" and x1 is not None else x0
+    ox, oy = left - bb[0], yc - h / 2 - bb[1]
+    draw.text((ox, oy), text, font=f, fill=fill)
+    ink = (ox + bb[0], oy + bb[1], ox + bb[2], oy + bb[3])
+    return {"text": text, "ink_px": [round(v, 2) for v in ink], "font": src, "size": f.size}
+
+
+def breaker_directory_texture(
+    rows: list[tuple[str, int]],
+    title: str = "CIRCUIT DIRECTORY",
+    size_px: tuple[int, int] = (720, 960),
+    font: str | None = None,
+) -> Texture:
+    """A load center's directory card: a title, then one ruled line per circuit with its
+    number, name and amperage ("20A"). Names share one font size (the largest at which the
+    longest fits), amperages another, so the smallest characters are known exactly; every
+    string's ink box is in ``gt["rows"]`` (``num_ink``, ``name_ink``, ``amps_ink``)."""
+    if not rows:
+        raise TextureError("a breaker directory needs at least one row")
+    w, h = size_px
+    img = Image.new("RGB", (w, h), (244, 240, 226))
+    d = ImageDraw.Draw(img)
+    d.rectangle([0, 0, w - 1, h - 1], outline=(30, 30, 30), width=max(2, w // 150))
+    top = h * 0.04
+    t_info = _draw_text_box(d, title, (w * 0.08, top, w * 0.92, top + h * 0.07), (0, 0, 0), font)
+    y0 = h * 0.14
+    row_h = (h * 0.96 - y0) / max(len(rows), 8)
+    cols = (w * 0.05, w * 0.15, w * 0.18, w * 0.76, w * 0.80, w * 0.95)  # num | name | amps
+    names = [n for n, _ in rows]
+    widest = max(names, key=lambda n: load_font(100, font)[0].getlength(n))
+    nf, nsrc, _ = fit_font(widest, cols[3] - cols[2], row_h * 0.62, font)
+    af, asrc, _ = fit_font("100A", cols[5] - cols[4], row_h * 0.62, font)
+    out = []
+    for i, (name, amps) in enumerate(rows):
+        y = y0 + i * row_h
+        d.line([w * 0.04, y + row_h, w * 0.96, y + row_h], fill=(150, 150, 150), width=2)
+        yc = y + row_h / 2
+        num = _draw_at_size(d, str(i + 1), af, asrc, cols[0], yc, (90, 90, 90), "right", cols[1])
+        nm = _draw_at_size(d, name, nf, nsrc, cols[2], yc, (10, 10, 10))
+        am = _draw_at_size(d, f"{amps}A", af, asrc, cols[4], yc, (10, 10, 10), "right", cols[5])
+        out.append(
+            {
+                "circuit": i + 1,
+                "name": name,
+                "amperage": int(amps),
+                "num_ink": num,
+                "name_ink": nm,
+                "amps_ink": am,
+            }
+        )
+    return Texture(
+        img,
+        {
+            "kind": "breaker_directory",
+            "title": title,
+            "title_ink": t_info,
+            "rows": out,
+            "font": nsrc,
+            "size_px": [w, h],
+        },
+    )
+
+
+def breaker_panel_texture(
+    amps: list[int], size_px: tuple[int, int] = (360, 640), font: str | None = None
+) -> Texture:
+    """The load center's dead-front behind the door (0.34 x 0.72 m at the default size): a
+    main breaker on top and the branch breakers in two columns of 1-inch spaces (odd
+    circuits left, even right, as panels number them), each a dark body with a black
+    handle printed with its amperage; ``gt["handles"]`` has each circuit's handle box and
+    label ink box in texture pixels."""
+    w, h = size_px
+    img = Image.new("RGB", (w, h), (200, 202, 205))
+    d = ImageDraw.Draw(img)
+    d.rectangle([w * 0.34, h * 0.06, w * 0.66, h * 0.16], fill=(40, 40, 44))
+    d.rectangle([w * 0.42, h * 0.08, w * 0.58, h * 0.14], fill=(15, 15, 17))
+    main = _draw_text_box(d, "200", (w * 0.44, h * 0.09, w * 0.56, h * 0.13), (235, 235, 235), font)
+    n = (len(amps) + 1) // 2
+    slot_h = h * 0.036
+    y0 = h * 0.22
+    d.rectangle([w * 0.47, y0 - 4, w * 0.53, y0 + slot_h * n + 4], fill=(120, 110, 90))  # bus
+    handles = []
+    for i, a in enumerate(amps):
+        col, row = i % 2, i // 2
+        y = y0 + row * slot_h
+        x0, x1 = (w * 0.16, w * 0.47) if col == 0 else (w * 0.53, w * 0.84)
+        d.rectangle([x0, y + 1, x1, y + slot_h - 1], fill=(45, 45, 48))
+        hx0, hx1 = (x1 - w * 0.13, x1 - w * 0.03) if col == 0 else (x0 + w * 0.03, x0 + w * 0.13)
+        box = (hx0, y + slot_h * 0.18, hx1, y + slot_h * 0.82)
+        d.rectangle(box, fill=(12, 12, 13))
+        ink = _draw_text_box(
+            d, str(a), (box[0] + 2, box[1] + 1, box[2] - 2, box[3] - 1), (235, 235, 235), font
+        )
+        handles.append({"circuit": i + 1, "amperage": int(a), "box_px": list(box), "ink": ink})
+        num = (
+            (x0 - w * 0.07, y + slot_h * 0.3, x0 - w * 0.02, y + slot_h * 0.7)
+            if col == 0
+            else (x1 + w * 0.02, y + slot_h * 0.3, x1 + w * 0.07, y + slot_h * 0.7)
+        )
+        _draw_text_box(d, str(i + 1), num, (40, 40, 40), font)
+    return Texture(
+        img,
+        {"kind": "breaker_panel", "main": main, "handles": handles, "size_px": [w, h]},
+    )

@@ -410,13 +410,21 @@ def mean_ci(
     strata: Sequence[Any] | None = None,
     weights: Sequence[float] | np.ndarray | None = None,
     level: float = 0.95,
+    share: bool | None = None,
 ) -> CI:
     """Mean (or weighted mean, e.g. inverse-probability weights) of per-unit values, with CI:
-    the ratio of sums of ``w * x`` over ``w``."""
+    the ratio of sums of ``w * x`` over ``w``. ``share``: see :func:`ratio_ci`."""
     x = np.asarray(values, dtype=float)
     w = np.ones_like(x) if weights is None else np.asarray(weights, dtype=float)
     return ratio_ci(
-        w * x, w, resamples=resamples, seed=seed, clusters=clusters, strata=strata, level=level
+        w * x,
+        w,
+        resamples=resamples,
+        seed=seed,
+        clusters=clusters,
+        strata=strata,
+        level=level,
+        share=share,
     )
 
 
@@ -429,17 +437,21 @@ def ratio_ci(
     clusters: Sequence[Any] | None = None,
     strata: Sequence[Any] | None = None,
     level: float = 0.95,
+    share: bool | None = None,
 ) -> CI:
     """Ratio of sums over units (e.g. overridden decisions / decisions per item), with CI.
 
-    A proportion (``0 <= numer <= denom``) is clipped to [0, 1] and its interval is at
-    least the (cluster-adjusted) Wilson interval, so it cannot collapse at 0 or 1.
+    A proportion is clipped to [0, 1] and its interval is at least the (cluster-adjusted)
+    Wilson interval, so it cannot collapse at 0 or 1. ``share=None`` takes the values for a
+    proportion when ``0 <= numer <= denom``; a quantity that only happens to lie there (a
+    paired difference that is never negative) passes ``share=False``.
     """
     a = np.asarray(numer, dtype=float)
     b = np.asarray(denom, dtype=float)
     n = len(a)
     point = float(a.sum() / b.sum()) if n and b.sum() > 0 else float("nan")
-    share = bool(n and np.all(a >= 0) and np.all(a <= b))
+    if share is None:
+        share = bool(n and np.all(a >= 0) and np.all(a <= b))
 
     def stat(W: np.ndarray) -> np.ndarray:
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -506,9 +518,18 @@ def paired_diff_ci(
     strata: Sequence[Any] | None = None,
     level: float = 0.95,
 ) -> CI:
-    """Mean of ``a - b`` over the same units (paired), resampling units together."""
+    """Mean of ``a - b`` over the same units (paired), resampling units together. A
+    difference is never a proportion, even when it is never negative: no Wilson floor."""
     d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
-    return mean_ci(d, resamples=resamples, seed=seed, clusters=clusters, strata=strata, level=level)
+    return mean_ci(
+        d,
+        resamples=resamples,
+        seed=seed,
+        clusters=clusters,
+        strata=strata,
+        level=level,
+        share=False,
+    )
 
 
 def proportion_ci(

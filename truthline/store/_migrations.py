@@ -55,11 +55,17 @@ def _v4(conn: Connection) -> None:
             conn.exec_driver_sql(f"ALTER TABLE {table.name} ADD COLUMN {col} {kind}")
 
 
+def _v5(conn: Connection) -> None:
+    """withdrawals: items withdrawn from a benchmark with the reason (RealityBench App. D)."""
+    t.withdrawals.create(conn, checkfirst=True)
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "initial schema: projects, items, responses, predictions, annotations, gold, runs", _v1),
     (2, "annotations.deleted_at: deletions in Label Studio kept as history", _v2),
     (3, "responses.prompt: the rendered prompt text as sent (per-sample logs)", _v3),
     (4, "Label Studio project kinds: scope, kind and shown columns (PhysAlign state)", _v4),
+    (5, "withdrawals: items withdrawn from a benchmark, with the reason", _v5),
 ]
 
 LATEST = MIGRATIONS[-1][0]

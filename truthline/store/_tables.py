@@ -262,6 +262,21 @@ exclusions = Table(
     _ts("decided_at", nullable=False),
 )
 
+# migration 5: items withdrawn from a project's benchmark, with the recorded reason (a render
+# that failed its sanity checks, a texture defect found later): gold loading leaves them out,
+# reports count them by reason. ``active`` false: the withdrawal was undone (kept as history).
+withdrawals = Table(
+    "withdrawals",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("project", String(100), nullable=False),
+    Column("item_id", Integer, ForeignKey("items.id"), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("decided_by", String(300), nullable=False),
+    Column("active", Boolean, nullable=False, default=True),
+    _ts("decided_at", nullable=False),
+)
+
 # Work the audit hands back to people: adjudication of disagreements, re-queued items of
 # excluded annotators, and risk-ordered expert-review samples (with inverse-probability weights).
 audit_queue = Table(

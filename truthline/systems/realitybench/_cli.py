@@ -15,12 +15,16 @@ from typing import Annotated, Any
 import typer
 
 from truthline._cli_common import JsonOpt, console, emit, workspace
+from truthline.systems.realitybench._cli_photos import app as photos_app
+from truthline.systems.realitybench._cli_tables import app as tables_app
 
 app = typer.Typer(
     help="RealityBench proof-of-work frames: rendered environments, the acceptability scorer "
     "validated against raters, conditional benchmark items.",
     no_args_is_help=True,
 )
+app.add_typer(tables_app, name="tables")
+app.add_typer(photos_app, name="photos")
 
 
 def _dir(ws: Any) -> Path:
@@ -37,10 +41,13 @@ def _frames(ws: Any) -> Any:
     p = _dir(ws) / "frames.csv"
     if not p.is_file():
         raise TruthlineError(f"{p}: no frame table; run `truthline pow frames` first")
-    return pd.read_csv(p, keep_default_na=False).assign(
+    frames = pd.read_csv(p, keep_default_na=False).assign(
         acceptable=lambda f: f["acceptable"].astype(str) == "True",
         gray=lambda f: f["gray"].astype(str) == "True",
     )
+    if "withdrawn" not in frames:  # a frame table written before render sanity checks
+        frames["withdrawn"] = ""
+    return frames
 
 
 def _env_names(env: list[str] | None) -> tuple[str, ...]:
@@ -53,6 +60,44 @@ def _env_names(env: list[str] | None) -> tuple[str, ...]:
             f"--env {', '.join(bad)}: not a proof-of-work environment; use {', '.join(_pow.ENVIRONMENTS)}"
         )
     return tuple(env or _pow.ENVIRONMENTS)
+
+
+@app.command("environments")
+def environments_cmd(
+    n: Annotated[
+        int, typer.Option("--n", min=1, help="Random poses per environment for the rate.")
+    ] = 400,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    env: Annotated[
+        list[str] | None, typer.Option("--env", help="Environment(s); default all.")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Tables 1 and 2: each environment's technician, requirement, documentation fields,
+    acceptability terms (scene-derived vs image-derived primitives, with thresholds) and the
+    acceptable fraction of random poses (planar proxy render, no Blender)."""
+    from truthline.systems.realitybench._pow import environment_table
+
+    rows = environment_table(_env_names(env), n=n, seed=seed)
+
+    def show() -> None:
+        from rich.table import Table
+
+        t = Table(title="RealityBench environments (Tables 1-2)")
+        for c in ("environment", "technician", "fields", "scene terms", "image terms", "acc."):
+            t.add_column(c)
+        for r in rows:
+            t.add_row(
+                r["environment"],
+                r["technician"],
+                ", ".join(r["fields"]),
+                ", ".join(r["scene_terms"]),
+                ", ".join(r["image_terms"]),
+                f"{r['acceptable_random']:.2f}",
+            )
+        console.print(t)
+
+    emit({"environments": rows}, as_json, show)
 
 
 @app.command("rates")
@@ -86,6 +131,15 @@ def rates_cmd(
 def frames_cmd(
     ctx: typer.Context,
     per_env: Annotated[int, typer.Option("--per-env", min=1, help="Frames per environment.")] = 30,
+    positive: Annotated[
+        int,
+        typer.Option(
+            "--positive",
+            min=0,
+            help="Extra positive-stratum (clean) frames per environment, to estimate misses "
+            "where acceptable random poses are rare; false accepts use random frames only.",
+        ),
+    ] = 0,
     seed: Annotated[int, typer.Option("--seed")] = 0,
     engine: Annotated[str, typer.Option("--engine", help="cycles or workbench.")] = "cycles",
     spp: Annotated[int, typer.Option("--spp", min=1)] = 8,
@@ -121,11 +175,17 @@ def frames_cmd(
         engine=eng,  # type: ignore[arg-type]
         spp=spp,
         denoise="FAST" if eng == "CYCLES" else None,
-        mask=False,
+        mask=True,  # the visible mask: render sanity checks (App. D)
     )
     d = _dir(ws)
     recs = _pow.render_frames(
-        per_env, d / "store", settings, envs=_env_names(env), seed=seed, res=(w, h)
+        per_env,
+        d / "store",
+        settings,
+        envs=_env_names(env),
+        seed=seed,
+        res=(w, h),
+        positive=positive,
     )
     from truthline.scenes._store import FrameStore
 
@@ -142,6 +202,7 @@ def frames_cmd(
         "frames": len(frames),
         "acceptable": int(frames["acceptable"].sum()),
         "gray": int(frames["gray"].sum()),
+        "withdrawn": int((frames["withdrawn"].astype(str) != "").sum()),
         "frame_table": str(d / "frames.csv"),
         "rating_project": _pow.RATING_PROJECT,
     }
@@ -149,7 +210,8 @@ def frames_cmd(
     def show() -> None:
         console.print(
             f"{info['frames']} frames ({info['acceptable']} acceptable by the untuned scorer, "
-            f"{info['gray']} in the gray zone) → {info['frame_table']}; rating project "
+            f"{info['gray']} in the gray zone, {info['withdrawn']} failing render sanity checks) "
+            f"→ {info['frame_table']}; rating project "
             f"{_pow.RATING_PROJECT}.\nNext: truthline annotate push --project "
             f"{_pow.RATING_PROJECT} --arm blind --split 0 --overlap 6, rate, truthline annotate "
             f"pull --project {_pow.RATING_PROJECT}, then truthline pow validate."
@@ -241,9 +303,15 @@ def import_cmd(
         frames = _pow.apply_thresholds(frames, json.loads(th.read_text()))
     proj = _pow.import_benchmark(ws, frames)
     snap = _pow.write_gold(ws.store, proj, frames)
+    from truthline.audit import reason_counts, withdrawals
+
+    gone = withdrawals(ws.store, proj.name)
     info = {
         "items": len(frames),
         "acceptable": int(frames["acceptable"].sum()),
+        "gray_excluded": int(frames["gray"].sum()),
+        "withdrawn": len(gone),
+        "withdrawn_by_reason": reason_counts(gone),
         "gold_snapshot": snap,
         "tuned": th.is_file(),
     }
@@ -251,6 +319,35 @@ def import_cmd(
         info,
         as_json,
         lambda: console.print(
-            f"{len(frames)} proof-of-work items, gold {snap[:12]}; next: truthline benchmark run --project proof-of-work --model ..."
+            f"{len(frames)} proof-of-work items ({info['gray_excluded']} gray-zone frames without "
+            f"a verdict, {len(gone)} withdrawn), gold {snap[:12]}; next: truthline benchmark run "
+            "--project proof-of-work --model ..."
+        ),
+    )
+
+
+@app.command("withdraw")
+def withdraw_cmd(
+    ctx: typer.Context,
+    keys: Annotated[
+        list[str], typer.Argument(help="Frame keys (ENV/JOB), as frames.csv names them.")
+    ],
+    reason: Annotated[str, typer.Option("--reason", help="Why (recorded, shown in reports).")] = "",
+    undo: Annotated[bool, typer.Option("--undo", help="Reinstate the frames.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Withdraw frames from the proof-of-work benchmark with a recorded reason (e.g. a texture
+    defect found after rendering); runs, releases and reports leave them out and count them."""
+    from truthline.audit import withdraw
+    from truthline.systems.realitybench import _pow
+
+    ws = workspace(ctx)
+    n = withdraw(ws.store, _pow.BENCH_PROJECT, keys, reason, undo=undo)
+    verb = "reinstated" if undo else "withdrawn"
+    emit(
+        {verb: n, "reason": reason},
+        as_json,
+        lambda: console.print(
+            f"{n} frame(s) {verb}" + (f": {reason}" if reason and not undo else "")
         ),
     )

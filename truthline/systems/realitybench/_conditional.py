@@ -8,8 +8,9 @@ Tolerances (1/8 in, 1/4 in, 0.2 deg) and set matching come from the field types 
 scoring time; a field where "any named part counts" is right when the answer names at
 least one gold element (a non-empty overlap, Jaccard credit > 0). Rankings: Kendall's tau
 between models' acceptability F1 and documentation score, and between their scores on two
-renderings of the same scenes, each with a bootstrap CI over items (clusters) on one
-shared draw, so the models' scores move together in every resample.
+renderings of the same scenes, each with the simultaneous rank-confidence-set interval of
+METRICS.md §6 (pairs of models resolved in both tasks; never a percentile bootstrap of tau).
+Gray-zone frames carry no verdict and positive-stratum frames never count as false accepts.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import pandas as pd
 from truthline.benchmark import _metrics as M
 from truthline.benchmark._registry import RunScored, Scored, metric
 from truthline.fields import MultiChoice
-from truthline.stats import CI, design, draw, percentile_ci, proportion_ci
+from truthline.stats import CI, RankAgreement, design, draw, proportion_ci, rank_agreement
 from truthline.stats import fmt_ci as stats_fmt_ci
 
 if TYPE_CHECKING:
@@ -69,6 +70,28 @@ def environment_of(d: pd.DataFrame, column: str | None) -> pd.Series:
     return pd.Series(["all"] * len(d), index=d.index)
 
 
+def gray_frames(d: pd.DataFrame) -> set[str]:
+    """Items flagged gray-zone in their metadata (``meta.gray``): a term near its threshold,
+    the requirement ambiguous; their gold has no acceptability verdict."""
+    if "meta" not in d or not len(d):
+        return set()
+
+    def flag(m: Any) -> bool:
+        v = (m or {}).get("gray")
+        return v is True or str(v).strip().lower() in ("true", "1", "yes")
+
+    return {str(i) for i, m in zip(d["item_id"], d["meta"], strict=True) if flag(m)}
+
+
+def random_frames(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows of random field-pose frames: positive-stratum frames (``meta.sample_stratum``
+    "positive", App. D) are added to estimate misses and never count in false-accept rates."""
+    if "meta" not in rows or not len(rows):
+        return rows
+    pos = rows["meta"].map(lambda m: str((m or {}).get("sample_stratum", "")) == "positive")
+    return rows[~pos.astype(bool)]
+
+
 def conditional_scores(
     s: Scored,
     *,
@@ -90,10 +113,12 @@ def conditional_scores(
     doc = d[d["field"] != accept_field]
     if targets:
         doc = doc[
-            doc["field"].isin(targets) | doc["field"].map(lambda f: f.split(".")[0] in targets)
+            doc["field"].isin(targets)
+            | doc["field"].map(lambda f: f.split(".")[0] in targets).astype(bool)
         ]
     doc = doc.assign(c=doc_correct(doc, any_fields), frame_ok=doc["item_id"].astype(str).map(ok))
     no_verdict = int(doc["frame_ok"].isna().sum())
+    gray = gray_frames(d)
     doc = doc[doc["frame_ok"].notna()]
     on_acc, on_rej = doc[doc["frame_ok"].astype(bool)], doc[~doc["frame_ok"].astype(bool)]
     acc_rows = d[d["field"] == accept_field]
@@ -118,7 +143,7 @@ def conditional_scores(
         a = acc_rows[env_acc == e]
         g = on_acc[env_doc == e]
         bs = acceptability(a)
-        rejected = a[~a["gold"].astype(bool)]
+        rejected = random_frames(a[~a["gold"].astype(bool)])
         fa = int(sum(bool(p) for p in rejected["pred"] if p is not None))
         by_env[e] = {
             "frames": int(a["item_id"].nunique()),
@@ -131,7 +156,7 @@ def conditional_scores(
             "false_accept_rate": proportion_ci(fa, len(rejected)) if len(rejected) else None,
         }
     bs = acceptability(acc_rows)
-    rejected = acc_rows[~acc_rows["gold"].astype(bool)]
+    rejected = random_frames(acc_rows[~acc_rows["gold"].astype(bool)])
     fa = int(sum(bool(p) for p in rejected["pred"] if p is not None))
     doc_acc = score(on_acc)
     return {
@@ -143,6 +168,8 @@ def conditional_scores(
         "frames": {
             "acceptable": sum(ok.values()),
             "rejected": sum(not v for v in ok.values()),
+            # gray-zone frames carry no verdict (section 4): out of F1, false accepts, misses
+            "gray_excluded": len(gray),
             "documentation_without_verdict": no_verdict,
         },
         "any_match_fields": sorted(any_fields),
@@ -164,25 +191,47 @@ def _per_item(d: pd.DataFrame, items: list[str], col: np.ndarray) -> np.ndarray:
 
 
 def kendall_ci(
+    models: Sequence[str],
     a: np.ndarray,
     b: np.ndarray,
     *,
     boot_a: np.ndarray | None,
     boot_b: np.ndarray | None,
+    tasks: tuple[str, str],
     level: float = 0.95,
     seed: int = 0,
     n: int = 0,
-    scheme: str = "item",
-) -> CI:
-    """Kendall's tau-b between two score vectors over models, with the percentile interval
-    of its values on paired bootstrap replicates (rows of ``boot_a``/``boot_b``)."""
-    from scipy.stats import kendalltau
+) -> RankAgreement:
+    """Kendall's tau-b (and Spearman rho, Pearson r) between two score vectors over models,
+    with the interval of the simultaneous rank confidence sets (METRICS.md §6) on paired
+    bootstrap replicates (rows of ``boot_a``/``boot_b``). Never the percentile interval of
+    tau's replicates: with models 2 pp apart that covered the truth a third of the time."""
+    return rank_agreement(models, a, b, boot_a, boot_b, tasks=tasks, level=level, seed=seed,
+                          n=(n, n))  # fmt: skip
 
-    point = float(kendalltau(a, b).statistic)
-    if boot_a is None or boot_b is None or not len(boot_a):
-        return CI(point, float("nan"), float("nan"), 0, seed, n=n, scheme=scheme)
-    vals = np.array([kendalltau(x, y).statistic for x, y in zip(boot_a, boot_b, strict=True)])
-    return percentile_ci(point, vals, level=level, seed=seed, scheme=scheme, n=n)
+
+def _ranked(v: RunScored, what: str) -> tuple[list[str], str | None]:
+    """The run's models as every comparison across models counts them (``ranked_models``)."""
+    from truthline.benchmark._across import ranked_models
+
+    count = ranked_models(v)
+    return count.models, count.short(3, what)
+
+
+def _agreement_result(r: RankAgreement, scheme: str) -> dict[str, Any]:
+    """The plain keys every ranking result carries: tau-b with its interval (``value``),
+    rho with its interval, Pearson r and the p-values (scores taken as exact)."""
+    return {
+        "value": r.tau_ci(scheme),
+        "spearman_rho": r.rho_ci(scheme),
+        "spearman_p": r.rho_p,
+        "kendall_p": r.tau_p,
+        "pearson_r": r.pearson_r,
+        "pearson_p": r.pearson_p,
+        "verdict": r.verdict,
+        "unresolved_pairs": [list(p) for p in r.unresolved_pairs],
+        "rank_agreement": r,
+    }
 
 
 def _scores_over(
@@ -277,11 +326,12 @@ def _f1(x: Mapping[str, np.ndarray], W: np.ndarray | None = None) -> Any:
 
 
 def acceptability_documentation_rank(v: RunScored) -> dict[str, Any]:
-    """Kendall's tau between models' acceptability F1 and their documentation score on
-    accepted frames (the paper's two tracks), with a paired bootstrap CI over items."""
-    labels = v.models()
-    if len(labels) < 3:
-        return {"value": None, "note": f"needs at least 3 models, got {len(labels)}"}
+    """Rank agreement of models' acceptability F1 and their documentation score on accepted
+    frames (the paper's two tracks, Spearman rho 0.69): one bootstrap draw over items
+    (clusters) feeds both tracks, so the pairs are resolved on a paired design."""
+    labels, short = _ranked(v, "acceptability_documentation_rank")
+    if short:
+        return {"value": None, "note": short}
     items, x, meta = _scores_over(v, labels)
     cl, st = _design_of(v, items, meta)
     W = _draw(v, len(items), cl, st)
@@ -289,18 +339,19 @@ def acceptability_documentation_rank(v: RunScored) -> dict[str, Any]:
     doc = np.array([_doc(x[m]) for m in labels])
     bf = np.column_stack([_f1(x[m], W) for m in labels]) if W is not None else None
     bd = np.column_stack([_doc(x[m], W) for m in labels]) if W is not None else None
-    tau = kendall_ci(
+    r = kendall_ci(
+        labels,
         f1,
         doc,
         boot_a=bf,
         boot_b=bd,
+        tasks=("acceptability F1", "documentation"),
         level=v.rs.level,
         seed=v.rs.seed,
         n=len(items),
-        scheme="cluster" if cl else "item",
     )
     return {
-        "value": tau,
+        **_agreement_result(r, "cluster" if cl else "item"),
         "models": labels,
         "acceptability_f1": dict(zip(labels, f1.tolist(), strict=True)),
         "documentation": dict(zip(labels, doc.tolist(), strict=True)),
@@ -312,10 +363,11 @@ def rendering_transfer(v: RunScored, column: str = RENDERING_COLUMN) -> dict[str
     """Kendall's tau between models' documentation scores (on accepted frames) on two
     renderings of the same scenes (item metadata ``column``: e.g. spp16 vs spp4, or with
     and without camera effects), paired by scene: one bootstrap draw over scenes feeds both
-    renderings' scores. Also the tau of acceptability F1 across the two renderings."""
-    labels = v.models()
-    if len(labels) < 3:
-        return {"value": None, "note": f"needs at least 3 models, got {len(labels)}"}
+    renderings' scores. Also the tau of acceptability F1 across the two renderings. Intervals:
+    simultaneous rank confidence sets (METRICS.md §6)."""
+    labels, short = _ranked(v, "rendering_transfer")
+    if short:
+        return {"value": None, "note": short}
     d0 = v.entries[labels[0]].decisions
     names = sorted({str((m or {}).get(column, "")) for m in d0.get("meta", [])} - {""})
     if len(names) != 2:
@@ -358,26 +410,31 @@ def rendering_transfer(v: RunScored, column: str = RENDERING_COLUMN) -> dict[str
         }
         out[f"documentation[{name}]"] = dict(zip(labels, vecs[name]["doc"].tolist(), strict=True))
     a, b = vecs[names[0]], vecs[names[1]]
-    out["value"] = kendall_ci(
+    doc_r = kendall_ci(
+        labels,
         a["doc"],
         b["doc"],
         boot_a=a["boot_doc"],
         boot_b=b["boot_doc"],
+        tasks=(names[0], names[1]),
         level=v.rs.level,
         seed=v.rs.seed,
         n=len(scenes),
-        scheme="cluster",
     )
-    out["acceptability_f1_tau"] = kendall_ci(
+    f1_r = kendall_ci(
+        labels,
         a["f1"],
         b["f1"],
         boot_a=a["boot_f1"],
         boot_b=b["boot_f1"],
+        tasks=(names[0], names[1]),
         level=v.rs.level,
         seed=v.rs.seed,
         n=len(scenes),
-        scheme="cluster",
     )
+    out.update(_agreement_result(doc_r, "cluster"))
+    out["acceptability_f1_tau"] = f1_r.tau_ci("cluster")
+    out["acceptability_f1_agreement"] = f1_r
     return out
 
 
@@ -523,10 +580,24 @@ def pow_tables(
 
 
 def ranking_rows(across: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Rows of the two rank comparisons from ``across_metrics`` output (plain data)."""
+    """Rows of the two rank comparisons from ``across_metrics`` output (plain data): tau
+    with its rank-confidence-set interval, and where the result has them Spearman rho with
+    its interval, Pearson r with the p-values, and whether the rankings were resolved."""
 
     def fmt(v: Any) -> str | None:
         return fmt_ci(v) if isinstance(v, Mapping) else None
+
+    def extra(r: Mapping[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if isinstance(r.get("spearman_rho"), Mapping):
+            out["Spearman rho"] = fmt(r["spearman_rho"])
+            out["rho p"] = _p(r.get("spearman_p"))
+        if r.get("pearson_r") is not None:
+            out["Pearson r"] = f"{r['pearson_r']:.2f}"
+            out["r p"] = _p(r.get("pearson_p"))
+        if r.get("verdict"):
+            out["rankings"] = r["verdict"]
+        return out
 
     rows = []
     for a in across:
@@ -538,6 +609,7 @@ def ranking_rows(across: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                     "run": a.get("run_id"),
                     "ranking": "acceptability F1 vs documentation",
                     "Kendall tau": fmt(r["value"]),
+                    **extra(r),
                     "n": r.get("items"),
                 }
             )
@@ -549,10 +621,18 @@ def ranking_rows(across: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                     "run": a.get("run_id"),
                     "ranking": f"documentation, {names}",
                     "Kendall tau": fmt(r["value"]),
+                    **extra(r),
                     "n": r.get("scenes"),
                 }
             )
     return rows
+
+
+def _p(p: Any) -> str | None:
+    """A p-value as the paper prints it (``< 0.001`` below that)."""
+    if p is None:
+        return None
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 
 RATING_PROJECT = "pow-acceptability"
@@ -683,7 +763,7 @@ def report_sections(ctx: ReportContext) -> list[Section]:
                 "RealityBench: rankings",
                 "Kendall's tau between the models' acceptability F1 and documentation ranks, "
                 "and between their documentation ranks on two renderings of the same scenes "
-                "(paired bootstrap CI over items / scenes).",
+                "(simultaneous rank-confidence-set intervals: pairs resolved in both tasks).",
                 ranks,
                 n=[r["n"] for r in ranks],
                 metrics=["acceptability_documentation_rank", "rendering_transfer"],

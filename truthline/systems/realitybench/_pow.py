@@ -32,46 +32,109 @@ import numpy as np
 import pandas as pd
 
 from truthline.errors import TruthlineError
+from truthline.fields import EntityList, MultiChoice
 from truthline.scenes._accept import Thresholds, is_gray, rescore
+from truthline.systems.realitybench._sanity import withdrawal_reason
 
-ENVIRONMENTS = ("tape_gap", "slope_gauge", "plate", "label_board", "vehicle_face", "damage_view")
+ENVIRONMENTS = (
+    "rail_attachment",
+    "wire_adequacy",
+    "tape_gap",
+    "slope_gauge",
+    "equipment_label",
+    "horizon_peak",
+    "breaker_directory",
+    "vehicle_face",
+    "damage_view",
+    "plate",
+    "ro_board",
+)
+"""The paper's eleven environments (§3, Table 1): seven of rooftop solar installation, four of
+vehicle repair, in the paper's order."""
+SOLAR = ENVIRONMENTS[:7]
 RATING_PROJECT = "pow-acceptability"
 SIM_RATERS = tuple(f"sim-rater-{i}@simulated.invalid" for i in range(1, 7))
 TUNED_TERMS = ("sharpness", "contrast", "feature_px")
 
+TECHNICIANS = {e: "solar installer" for e in SOLAR} | {
+    e: "auto-body repair technician" for e in ENVIRONMENTS[7:]
+}
+"""Who took the photo (App. C: the prompt names the technician)."""
+
 REQUIREMENTS = {
+    "rail_attachment": "Photograph one roof attachment after it is installed: the L-foot, the "
+    "flashing under the shingles and the lag bolt through them into the rafter must all be "
+    "visible, with no part missing: attachment in frame, unobstructed, close, not too oblique, "
+    "sharp.",
+    "wire_adequacy": "Photograph the module wiring along the rail: the wire must be clipped "
+    "at every clip point and held off the roof surface, no span sagging onto the shingles: the "
+    "run in frame, unobstructed, close enough to see the clips and the wire's clearance, sharp.",
     "tape_gap": "The tape measure's reading where it crosses the far edge of the module gap "
-    "must be legible to 1/8 inch: crossing in frame, unobstructed, taken close (about 1 m or "
-    "nearer), not too oblique, sharp.",
-    "slope_gauge": "The slope gauge's reading must be legible to 0.2 degrees: the display "
-    "or dial in frame, unobstructed, close, not too oblique, sharp.",
-    "plate": "The licence plate's characters and state must be readable: plate in frame, "
-    "unobstructed, characters large and sharp enough, not viewed too obliquely.",
-    "label_board": "Every row of the label (RO number and VIN, or model and serial number) "
-    "must be readable: label in frame, unobstructed, characters large and sharp enough.",
+    "must be legible to 1/8 inch, with the tape running square across the gap (within 5 "
+    "degrees): crossing in frame, unobstructed, taken close (about 1 m or nearer), not too "
+    "oblique, sharp.",
+    "slope_gauge": "The slope gauge must rest on a module of the array and its reading must "
+    "be legible to 0.2 degrees: the display or dial in frame, unobstructed, close, not too "
+    "oblique, sharp.",
+    "equipment_label": "The equipment nameplate's model and serial number must be readable: "
+    "label in frame, unobstructed, characters large and sharp enough, not too oblique.",
+    "horizon_peak": "The set of horizon photos taken from the array must together cover the "
+    "horizon from east through south to west (sectors E, SE, S, SW, W, 45 degrees each). Each "
+    "photo is one member of the set and must do its part: taken from the array, camera level "
+    "(no visible roll, not pitched far up or down), the horizon line and the skyline of its "
+    "whole sector in frame, unobstructed by a hand or the roof edge, sharp.",
+    "breaker_directory": "The load center's breaker directory must be readable: every row "
+    "(circuit name and amperage) in frame, unobstructed, characters large and sharp enough, "
+    "not too oblique.",
     "vehicle_face": "The whole car must be in frame and unobstructed, large in the frame, "
-    "from a normal standing distance, sharp enough to tell its sides and body style.",
+    "from a normal standing distance, sharp enough to tell which sides are visible and its "
+    "body style (sedan, hatchback, SUV or pickup).",
     "damage_view": "The damaged area must be documented from about arm's length: in frame, "
     "unobstructed, not too oblique, sharp enough to judge the damage type and severity.",
+    "plate": "The licence plate's characters and state must be readable: plate in frame, "
+    "unobstructed, characters large and sharp enough, not viewed too obliquely.",
+    "ro_board": "The repair-order board must be photographed with the car it identifies: the "
+    "RO number and the VIN readable (board in frame and unobstructed, characters large and "
+    "sharp enough, not viewed too obliquely) and the car visible beside the board.",
 }
 
 
-def _envs() -> dict[str, Any]:
+def _envs(names: Sequence[str] = ENVIRONMENTS) -> dict[str, Any]:
     from truthline.scenes import get_environment
 
-    return {n: get_environment(n) for n in ENVIRONMENTS}
+    return {n: get_environment(n) for n in names}
 
 
 # -- 1: frames ---------------------------------------------------------------------------------
-def sample_params(env_name: str, n: int, seed: int = 0) -> list[dict[str, Any]]:
-    """``n`` stratified samples of one environment (the bad-factor budget per frame)."""
+POSITIVE = "positive"
+"""``params["stratum"]`` of a positive-stratum frame (App. D: environments whose acceptable
+random poses are rare get extra clean frames so misses can be estimated; false-accept rates
+use random frames only). Random frames carry no stratum key."""
+
+
+def _env_stream(env_name: str) -> int:
+    """A seed stream per environment from its name (not its place in a list: adding an
+    environment never changes another's frames)."""
+    return int(hashlib.sha256(env_name.encode()).hexdigest()[:8], 16)
+
+
+def sample_params(
+    env_name: str, n: int, seed: int = 0, *, positive: int = 0
+) -> list[dict[str, Any]]:
+    """``n`` stratified samples of one environment (the bad-factor budget per frame), then
+    ``positive`` clean positive-stratum samples from a stream of their own (so asking for
+    them leaves the random frames as they were)."""
     from truthline.scenes import get_environment
 
     env = get_environment(env_name)
-    rng = np.random.default_rng(
-        [seed, ENVIRONMENTS.index(env_name) if env_name in ENVIRONMENTS else 99]
-    )
-    return [env.sample(rng) for _ in range(n)]
+    rng = np.random.default_rng([seed, _env_stream(env_name)])
+    out = [env.sample(rng) for _ in range(n)]
+    pos = np.random.default_rng([seed, _env_stream(env_name), 1])
+    for _ in range(positive):
+        p = env.sample(pos, {"bad": []})
+        p["stratum"] = POSITIVE
+        out.append(p)
+    return out
 
 
 def render_frames(
@@ -83,13 +146,15 @@ def render_frames(
     seed: int = 0,
     client: Any = None,
     res: Sequence[int] | None = None,
+    positive: int = 0,
 ) -> list[Any]:
-    """Render ``n_per_env`` sampled frames of every environment into the frame store."""
+    """Render ``n_per_env`` sampled frames of every environment into the frame store, plus
+    ``positive`` positive-stratum frames each."""
     from truthline.scenes._render import render
 
     records = []
     for name in envs:
-        params = sample_params(name, n_per_env, seed)
+        params = sample_params(name, n_per_env, seed, positive=positive)
         if res is not None:
             for p in params:
                 p["camera"]["res"] = [int(res[0]), int(res[1])]
@@ -101,6 +166,40 @@ def render_frames(
             )
         records.extend(rep.records)
     return records
+
+
+def environment_table(
+    envs: Sequence[str] = ENVIRONMENTS, *, n: int = 400, seed: int = 0
+) -> list[dict[str, Any]]:
+    """Tables 1 and 2 of the paper from the environments themselves: technician,
+    requirement, documentation fields, the scorer's terms split into scene-derived and
+    image-derived primitives with their thresholds, and the acceptable fraction of ``n``
+    random poses (planar proxy render)."""
+    from truthline.systems.realitybench.envs._common import estimate_rates
+
+    out = []
+    for name, env in _envs(envs).items():
+        p = env.sample(np.random.default_rng([seed, _env_stream(name)]), {"bad": []})
+        gt = env.host_gt(p)
+        acc = env.proxy_score(p, seed)
+        terms = {k: t for k, t in acc.terms.items()}
+        rates = estimate_rates(env, n=n, seed=seed)
+        out.append(
+            {
+                "environment": name,
+                "technician": TECHNICIANS.get(name, ""),
+                "requirement": REQUIREMENTS.get(name, ""),
+                "fields": [
+                    q["field"] for q in env.questions(gt, acc) if q["field"] != "acceptable"
+                ],
+                "scene_terms": [k for k, t in terms.items() if t.get("kind") == "scene"],
+                "image_terms": [k for k, t in terms.items() if t.get("kind") == "image"],
+                "thresholds": {k: [t.get("op"), t.get("threshold")] for k, t in terms.items()},
+                "acceptable_random": rates["acceptable"],
+                "acceptable_clean": rates["clean_acceptable"],
+            }
+        )
+    return out
 
 
 def scene_id(env: str, params: Mapping[str, Any]) -> str:
@@ -121,6 +220,9 @@ def _row(
     gt: Mapping[str, Any],
     questions: list[dict[str, Any]],
     image: str | None,
+    withdrawn: str = "",
+    stratum: str = "random",
+    context: str = "",
 ) -> dict[str, Any]:
     terms = dict(acc.terms) if hasattr(acc, "terms") else dict(acc["terms"])
     ok = acc.acceptable if hasattr(acc, "acceptable") else acc["acceptable"]
@@ -128,6 +230,7 @@ def _row(
         "key": key,
         "environment": env_name,
         "scene": scene,
+        "sample_stratum": stratum,
         "image": image,
         "acceptable": bool(ok),
         "gray": is_gray({"terms": terms}),
@@ -137,7 +240,20 @@ def _row(
         "answers": json.dumps(
             {q["field"]: q["answer"] for q in questions}, sort_keys=True, default=str
         ),
+        # the environment's own wording of each documentation question (the prompt asks it)
+        "questions": json.dumps(
+            {q["field"]: q["question"] for q in questions if q["field"] != "acceptable"}
+        ),
+        "withdrawn": withdrawn,
+        "prompt_context": context,
     }
+
+
+def _context(env: Any, gt: Mapping[str, Any]) -> str:
+    """What the prompt adds to the requirement for this frame (``env.prompt_context``: a
+    set-level requirement names the frame's place in its set)."""
+    own = getattr(env, "prompt_context", None)
+    return str(own(gt)) if callable(own) else ""
 
 
 def frame_table(store: Any, records: Iterable[Any], out_dir: Path | str) -> pd.DataFrame:
@@ -161,6 +277,10 @@ def frame_table(store: Any, records: Iterable[Any], out_dir: Path | str) -> pd.D
                 path
             )
         acc = env.score(rec.gt, rgb)
+        mask = None
+        if "mask" in rec.images:
+            with Image.open(store.variant_path(rec, "mask")) as im:
+                mask = np.asarray(im.convert("L")) > 127
         rows.append(
             _row(
                 rec.env,
@@ -170,24 +290,40 @@ def frame_table(store: Any, records: Iterable[Any], out_dir: Path | str) -> pd.D
                 rec.gt,
                 env.questions(rec.gt, acc),
                 str(path),
+                withdrawal_reason(env, rec.gt, img, mask),
+                str(rec.params.get("stratum", "random")),
+                _context(env, rec.gt),
             )
         )
     return pd.DataFrame(rows)
 
 
 def proxy_frames(
-    n_per_env: int, *, envs: Sequence[str] = ENVIRONMENTS, seed: int = 0
+    n_per_env: int, *, envs: Sequence[str] = ENVIRONMENTS, seed: int = 0, positive: int = 0
 ) -> pd.DataFrame:
     """The frame table from the planar proxy render (no Blender, no image files)."""
-    all_envs = _envs()
+    all_envs = _envs(envs)
     rows = []
     for name in envs:
         env = all_envs[name]
-        for i, p in enumerate(sample_params(name, n_per_env, seed)):
+        for i, p in enumerate(sample_params(name, n_per_env, seed, positive=positive)):
             gt = env.host_gt(p)
             acc = env.proxy_score(p, seed + i)
+            qs = env.questions(gt, acc)
+            stratum = str(p.get("stratum", "random"))
             rows.append(
-                _row(name, f"{name}/{i:05d}", f"{name}-{i}", acc, gt, env.questions(gt, acc), None)
+                _row(
+                    name,
+                    f"{name}/{i:05d}",
+                    f"{name}-{i}",
+                    acc,
+                    gt,
+                    qs,
+                    None,
+                    "",
+                    stratum,
+                    _context(env, gt),
+                )
             )
     return pd.DataFrame(rows)
 
@@ -577,7 +713,41 @@ def apply_thresholds(frames: pd.DataFrame, tuned: Mapping[str, Mapping[str, Any]
 BENCH_PROJECT = "proof-of-work"
 GT_PROVENANCE = "scene-gt"
 SCORER_PROVENANCE = "scorer"
-META_COLUMNS = ("environment", "variant", "scene", "rendering", "bad_factors", "failed", "gray")
+META_COLUMNS = (
+    "environment",
+    "variant",
+    "scene",
+    "sample_stratum",
+    "rendering",
+    "bad_factors",
+    "failed",
+    "gray",
+)
+PROMPT_COLUMNS = ("technician", "requirement", "answer_keys", "questions")
+"""Item metadata the per-environment prompt reads (App. C; ``prompts/user.md``)."""
+
+
+def _truthy(v: Any) -> bool:
+    """A flag from a frame table or its CSV ("True", "1", True; blank and NaN are false)."""
+    if isinstance(v, str):
+        return v.strip().lower() in ("true", "1", "yes")
+    return bool(v) and not (isinstance(v, float) and np.isnan(v))
+
+
+def prompt_meta(frame: Mapping[str, Any], project: Any) -> dict[str, str]:
+    """What the prompt of one frame says: its environment's technician and requirement, and
+    only that environment's answer keys (declared by the project) with their questions."""
+    env = str(frame.get("environment", ""))
+    answers = json.loads(frame["answers"]) if frame.get("answers") else {}
+    keys = [f for f in answers if f != "acceptable" and f in project.field_types]
+    asked = json.loads(frame["questions"]) if isinstance(frame.get("questions"), str) else {}
+    context = str(frame.get("prompt_context") or "")
+    return {
+        "technician": TECHNICIANS.get(env, ""),
+        "requirement": " ".join(x for x in (REQUIREMENTS.get(env, ""), context) if x),
+        "answer_keys": json.dumps(keys),
+        "questions": json.dumps({k: asked[k] for k in keys if k in asked}),
+    }
 
 
 def truth_of(frame: Mapping[str, Any], project: Any) -> dict[str, Any]:
@@ -588,7 +758,7 @@ def truth_of(frame: Mapping[str, Any], project: Any) -> dict[str, Any]:
         if f == "acceptable" or f not in project.field_types:  # the verdict is the frame's
             continue
         ft = project.field(f)
-        if isinstance(v, list) and ft.name != "multi_choice":
+        if isinstance(v, list) and v and not isinstance(ft, (MultiChoice, EntityList)):
             v = v[0]  # an "any of these names" answer: the first is the canonical one
         out[f] = ft.normalize(v)
     return out
@@ -620,18 +790,38 @@ def import_benchmark(
         meta = {c: r.get(c, "") for c in META_COLUMNS}
         meta["rendering"] = r.get("rendering") or rendering
         meta["variant"] = r.get("variant") or meta["rendering"] or "render"
+        meta["source"] = r.get("source") or "render"
+        meta.update(prompt_meta(r, proj))
         rows.append(
             {"key": r["key"], **meta, "sim_truth": json.dumps(truth_of(r, proj), default=str)}
         )
     csv_path = ws.projects_dir / project / "frames.csv"
     pd.DataFrame(rows).to_csv(csv_path, index=False)
     import_items(ws.store, proj, media, metadata=csv_path, progress=False)
+    withdraw_failed(ws.store, proj.name, frames)
     return proj
 
 
+def withdraw_failed(store: Any, project: str, frames: pd.DataFrame) -> int:
+    """Withdraw every frame whose row names a reason (render sanity, App. D) from the
+    benchmark, with that reason; returns how many were newly withdrawn."""
+    from truthline.audit import withdraw
+
+    if "withdrawn" not in frames:
+        return 0
+    n = 0
+    reasons = frames["withdrawn"].fillna("").astype(str)
+    for reason, keys in frames.groupby(reasons)["key"]:
+        if reason.strip():
+            n += withdraw(store, project, keys.astype(str), reason, decided_by="render-sanity")
+    return n
+
+
 def write_gold(store: Any, project: Any, frames: pd.DataFrame) -> str:
-    """A gold snapshot: ``acceptable`` from the scorer (provenance ``scorer``), the
-    documentation fields from the scene (``scene-gt``). Returns its hash (idempotent)."""
+    """A gold snapshot: ``acceptable`` from the scorer (provenance ``scorer``; none for
+    gray-zone frames), the documentation fields from the scene (``scene-gt``), and the
+    real photos' answers already in the latest snapshot (``photo-gt``). Returns its hash
+    (idempotent)."""
     from truthline.audit._gold import write_known_truth
 
     ids = store.item_ids_by_key(project.name)
@@ -642,6 +832,8 @@ def write_gold(store: Any, project: Any, frames: pd.DataFrame) -> str:
                 f"gold: {r['key']} is not an item of {project.name}; import it first"
             )
         for f, v in truth_of(r, project).items():
+            if f == "acceptable" and _truthy(r.get("gray")):
+                continue  # gray zone: no verdict, left out of the acceptability set (§4)
             values.append(
                 (ids[r["key"]], f, v, SCORER_PROVENANCE if f == "acceptable" else GT_PROVENANCE)
             )
@@ -652,4 +844,18 @@ def write_gold(store: Any, project: Any, frames: pd.DataFrame) -> str:
         "acceptable": "acceptability scorer verdict",
         "documentation": "scene ground truth",
     }
+    gray = int(sum(_truthy(g) for g in frames.get("gray", pd.Series(dtype=bool))))
+    if gray:  # only then: snapshots of frame sets without gray frames keep their hash
+        policy["gray"] = f"{gray} gray-zone frame(s) have no acceptability verdict (section 4)"
+    from truthline.systems.realitybench._photos import PHOTO_PROVENANCE, _latest_rows
+
+    framed = {ids[r["key"]] for r in frames.to_dict("records")}
+    photos = [
+        row
+        for row in _latest_rows(store, project.name)
+        if row[3] == PHOTO_PROVENANCE and row[0] not in framed
+    ]
+    if photos:  # real photos imported with `pow photos import` keep their gold
+        values += photos
+        policy["photos"] = "real-photo answers of the latest snapshot (photo-gt)"
     return write_known_truth(store, project.name, values, policy)

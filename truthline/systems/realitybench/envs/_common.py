@@ -778,3 +778,56 @@ def estimate_rates(
         "clean_acceptable": clean_ok / clean if clean else None,
         "failed_terms": dict(sorted(fails.items())),
     }
+
+
+# -- environment-specific acceptability terms ----------------------------------------------------
+def env_term(
+    value: float | bool | None,
+    threshold: float,
+    op: str,
+    gray: float | tuple[float, float] | None = None,
+    kind: str = "scene",
+) -> dict[str, Any]:
+    """One requirement term beyond ``_accept``'s fixed set (same keys: value, threshold, op,
+    ok, kind, gray). ``gray``: a relative half-width around the threshold, or an explicit
+    ``(low, high)`` range of values near it."""
+    v = float("nan") if value is None else float(value)
+    ok = bool(math.isfinite(v) and (v >= threshold if op == ">=" else v <= threshold))
+    if gray is None or not math.isfinite(v):
+        near = False
+    elif isinstance(gray, tuple):
+        near = gray[0] <= v <= gray[1]
+    else:
+        near = abs(v - threshold) <= abs(threshold) * gray
+    return {
+        "value": None if not math.isfinite(v) else round(v, 6),
+        "threshold": threshold,
+        "op": op,
+        "ok": ok,
+        "kind": kind,
+        "gray": near,
+    }
+
+
+def with_terms(acc: Acceptability, extra: Mapping[str, Mapping[str, Any]]) -> Acceptability:
+    """``acc`` with the environment's own requirement terms ANDed in."""
+    terms = {**dict(acc.terms), **{k: dict(v) for k, v in extra.items()}}
+    return Acceptability(acceptable=all(t["ok"] for t in terms.values()), terms=terms)
+
+
+class RequirementTerms:
+    """Mixin for a :class:`PlanarEnv`: ``requirement_terms(gt)`` (scene state the
+    requirement itself asks about: the tape square across the gap, the attachment's part in
+    view) is ANDed into both the render score and the host proxy score."""
+
+    def requirement_terms(self, gt: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+        return {}
+
+    def score(self, gt: Mapping[str, Any], image: Any) -> Acceptability:
+        acc = super().score(gt, image)  # type: ignore[misc]
+        return with_terms(acc, self.requirement_terms(gt))
+
+    def proxy_score(self, params: Mapping[str, Any], seed: int = 0) -> Acceptability:
+        acc = super().proxy_score(params, seed)  # type: ignore[misc]
+        gt = self.host_gt(params)  # type: ignore[attr-defined]
+        return with_terms(acc, self.requirement_terms(gt))

@@ -1,65 +1,137 @@
-"""label_board: text to document — a repair-order board beside the car (RO number, VIN) or
-an equipment nameplate on an inverter (model, serial number).
+"""The shared base of the text-documentation environments (equipment_label, ro_board,
+breaker_directory): a textured board whose rows must be read, its analytic GT (the ink
+boxes of every drawn string, in texture pixels), per-glyph boxes for rendered-frame
+measurement, and the render sanity check that withdraws a frame whose board texture did
+not come out (the paper withdrew 29 ro_board frames for a board-texture defect).
 
 The strings are generated without ambiguous glyphs (no O/0, I/1, Q); ground truth is the
-rows as drawn. The feature that must resolve is the height of the value characters.
+rows as drawn. The feature that must resolve is the height of the smallest value string.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from truthline.scenes._accept import Thresholds
 from truthline.scenes._camera import f_px
-from truthline.scenes._textures import (
-    PLATE_DIGITS,
-    Texture,
-    label_texture,
-    serial_string,
-    vin_string,
-)
-from truthline.scenes._types import register_environment
-from truthline.systems.realitybench.envs._car import CAR_LENGTH, CAR_WIDTH, build_car
-from truthline.systems.realitybench.envs._common import (
-    Box,
-    PlanarEnv,
-    Plane,
-    bpy_box,
-    bpy_material,
-    bpy_quad,
-    phone,
-    plane,
-    q,
-    u,
-)
+from truthline.scenes._textures import Texture, load_font
+from truthline.scenes._types import Acceptability
+from truthline.systems.realitybench.envs._common import PlanarEnv, Plane, phone, plane
 
 MIN_CHAR_PX = 8.0
-# variant -> (face width m, face height m, texture px, centre, normal)
-VARIANTS: dict[str, tuple[float, float, tuple[int, int], tuple[float, float, float]]] = {
-    "ro_board": (0.5, 0.3, (800, 480), (CAR_WIDTH / 2 + 0.9, CAR_LENGTH / 2 - 0.6, 1.0)),
-    "equipment_label": (0.12, 0.072, (800, 480), (0.0, -0.072, 1.4)),
-}
+BLANK_STD = 0.02
+"""A frame whose grey standard deviation is below this shows nothing (a failed render)."""
+MIN_TEXTURE_NCC = 0.3
+"""The board's pixels must correlate at least this well with its own warped texture."""
+SANITY_MIN_PX = 400
+"""The texture check needs this many board pixels (a smaller board is a framing problem,
+judged by the scorer, not a render defect)."""
 
 
-@lru_cache(maxsize=64)
-def _label(rows: tuple[tuple[str, str], ...], title: str, size: tuple[int, int]) -> Texture:
-    return label_texture(list(rows), title, size)
+def ink_boxes(tex_gt: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every drawn string's ``{"text", "ink_px", "size", "font"}`` from a label-style
+    texture's GT (title, keys, values; breaker rows and handle labels)."""
+    out = []
+    for k in ("title_ink",):
+        if tex_gt.get(k):
+            out.append(tex_gt[k])
+    for r in tex_gt.get("rows", []):
+        for k in ("key_ink", "value_ink", "name_ink", "amps_ink"):
+            if r.get(k):
+                out.append(r[k])
+    return out
 
 
-@register_environment
-class LabelBoard(PlanarEnv):
-    name = "label_board"
-    version = "2"
+def glyph_boxes(info: Mapping[str, Any]) -> list[tuple[str, tuple[float, float, float, float]]]:
+    """Per-character ink boxes (texture px) of one string drawn by ``_draw_text_box``: the
+    same font at the same size, advanced by the prefix lengths (spaces skipped)."""
+    font, _ = load_font(int(info["size"]))
+    text = str(info["text"])
+    bb = font.getbbox(text)
+    ox, oy = info["ink_px"][0] - bb[0], info["ink_px"][1] - bb[1]
+    out = []
+    for i, ch in enumerate(text):
+        if ch.isspace():
+            continue
+        x = font.getlength(text[:i])
+        cb = font.getbbox(ch)
+        out.append((ch, (ox + x + cb[0], oy + cb[1], ox + x + cb[2], oy + cb[3])))
+    return out
+
+
+def text_sanity(
+    gt: Mapping[str, Any], image: Any, texture: Texture, size_px: Sequence[int]
+) -> list[str]:
+    """Render sanity problems of one text-board frame (empty: the frame is sound).
+
+    - the frame is blank (grey std below :data:`BLANK_STD`);
+    - a drawn string leaves the board or runs into its border (a texture defect);
+    - the board's texture does not show where the GT projects it: on an unoccluded board of
+      at least :data:`SANITY_MIN_PX` pixels inside the frame, the normalised correlation of
+      the frame with the texture warped onto the GT polygon (both low-passed to the frame's
+      predicted blur, so a blurred frame is not a defect) is below :data:`MIN_TEXTURE_NCC`.
+    """
+    import cv2
+
+    from truthline.scenes._accept import _grey, framing, target_mask
+
+    problems = []
+    g = _grey(np.asarray(image))
+    if float(g.std()) < BLANK_STD:
+        problems.append(f"blank frame (grey std {g.std():.4f} < {BLANK_STD})")
+    w_t, h_t = int(size_px[0]), int(size_px[1])
+    margin = 0.01 * min(w_t, h_t)
+    for info in ink_boxes(texture.gt):
+        x0, y0, x1, y1 = info["ink_px"]
+        if x0 < margin or y0 < margin or x1 > w_t - margin or y1 > h_t - margin:
+            problems.append(f"text {info['text']!r} clipped by the board edge ({info['ink_px']})")
+    poly = np.asarray(gt["target"]["polygon_px"], dtype=float)
+    h, w = g.shape
+    occ = gt.get("occlusion") or {}
+    if not np.isfinite(poly).all() or occ.get("blocked", 0):
+        return problems
+    share, _ = framing(poly, w, h)
+    m = target_mask(poly, w, h)
+    if share < 0.95 or m.sum() < SANITY_MIN_PX:
+        return problems
+    tex = _grey(np.asarray(texture.image)).astype(np.float32)
+    src = np.array([[0, 0], [w_t, 0], [w_t, h_t], [0, h_t]], dtype=np.float32)
+    hm = cv2.getPerspectiveTransform(src, poly.astype(np.float32))
+    warped = cv2.warpPerspective(tex, hm, (w, h), flags=cv2.INTER_AREA)
+    blur = gt.get("blur_px") or {}
+    sigma = 1.0 + 0.5 * float(blur.get("defocus_px", 0)) + 0.5 * float(blur.get("shake_px", 0))
+    # the board's own edge (against whatever is behind it) is not its texture: erode it
+    k = 2 * int(np.ceil(2 * sigma)) + 3
+    m = cv2.erode(m.astype(np.uint8), np.ones((k, k), np.uint8)).astype(bool)
+    if m.sum() < SANITY_MIN_PX // 2:
+        return problems
+    a = cv2.GaussianBlur(g.astype(np.float32), (0, 0), sigma)[m]
+    b = cv2.GaussianBlur(warped, (0, 0), sigma)[m]
+    ncc = float(np.corrcoef(a, b)[0, 1]) if a.std() > 1e-6 and b.std() > 1e-6 else 0.0
+    if ncc < MIN_TEXTURE_NCC:
+        problems.append(f"board texture does not show where projected (ncc {ncc:.2f})")
+    return problems
+
+
+class LabelEnv(PlanarEnv):
+    """A board of ``size_m`` (width, height) at ``centre`` facing ``normal`` with in-plane
+    right axis ``right``, textured with ``tex_px`` pixels; the feature is the height of its
+    smallest value string. Subclasses give the rows, the texture and the scene."""
+
+    size_m: tuple[float, float] = (0.5, 0.3)
+    tex_px: tuple[int, int] = (800, 480)
+    centre: tuple[float, float, float] = (0.0, 0.0, 1.0)
+    normal: tuple[float, float, float] = (0.0, -1.0, 0.0)
+    right: tuple[float, float, float] = (1.0, 0.0, 0.0)
     detail_ratio = 0.2
-    dist_good = (0.35, 0.8)
+    p_clean = 0.4
+    dist_good = (0.35, 0.8)  # x the distance at which the smallest value is MIN_CHAR_PX tall
     dist_bad = (1.3, 2.2)
     view_good = (0.0, 40.0)
     view_bad = (62.0, 78.0)
-    cam_z = (0.4, 2.3)
     thresholds = Thresholds(
         min_feature_px=MIN_CHAR_PX,
         max_distance_m=4.0,
@@ -68,100 +140,68 @@ class LabelBoard(PlanarEnv):
         min_sharpness=0.085,
     )
 
-    def scene_params(self, rng: np.random.Generator, bad: Sequence[str]) -> dict[str, Any]:
-        variant = "ro_board" if rng.random() < 0.5 else "equipment_label"
-        if variant == "ro_board":
-            rows = [["RO", serial_string(rng, 6, PLATE_DIGITS)], ["VIN", vin_string(rng)]]
-            title = "REPAIR ORDER"
-        else:
-            model = "SE" + serial_string(rng, 4, PLATE_DIGITS) + "H"
-            rows = [["MODEL", model], ["S/N", serial_string(rng, 10)]]
-            title = "INVERTER"
-        return {
-            "variant": variant,
-            "title": title,
-            "rows": rows,
-            "colour": [round(u(rng, 0.05, 0.8), 3) for _ in range(3)],
-        }
+    def value_inks(self, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The ink boxes of the strings that must be read (their smallest is the feature)."""
+        return [r["value_ink"] for r in self.texture(params).gt["rows"]]
 
     def _char_m(self, params: Mapping[str, Any]) -> float:
-        s = params["scene"]
-        tex = self.texture(params)
-        _, h_m, (_, th), _ = VARIANTS[s["variant"]]
-        inks = [r["value_ink"]["ink_px"] for r in tex.gt["rows"]]
-        return min(i[3] - i[1] for i in inks) / th * h_m
+        hs = [i["ink_px"][3] - i["ink_px"][1] for i in self.value_inks(params)]
+        return min(hs) / self.tex_px[1] * self.size_m[1]
 
     def distance_scale(self, params: Mapping[str, Any]) -> float:
         spec = phone(params["camera"]["zoom"], params["camera"]["res"])
         return f_px(spec) * self._char_m(params) / MIN_CHAR_PX
 
     def target(self, params: Mapping[str, Any]) -> Plane:
-        w_m, h_m, _, c = VARIANTS[params["scene"]["variant"]]
         return plane(
-            c,
-            (0, -1, 0) if params["scene"]["variant"] == "equipment_label" else (0, 1, 0),
-            (1, 0, 0) if params["scene"]["variant"] == "equipment_label" else (-1, 0, 0),
-            w_m / 2,
-            h_m / 2,
+            self.centre,
+            self.normal,
+            self.right,
+            self.size_m[0] / 2,
+            self.size_m[1] / 2,
             self._char_m(params),
             (0, 0, 1),
         )
 
-    def env_gt(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        s = params["scene"]
+    def texture_gt(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """The texture's exact GT a measurement needs: its size and every string's ink box."""
+        tex = self.texture(params)
         return {
-            "variant": s["variant"],
-            "title": s["title"],
-            "rows": {k: v for k, v in s["rows"]},
-            "font": self.texture(params).gt["font"],
+            "size_px": list(self.tex_px),
+            "strings": [
+                {"text": i["text"], "ink_px": i["ink_px"], "size": i["size"]}
+                for i in ink_boxes(tex.gt)
+            ],
+            "values": [i["text"] for i in self.value_inks(params)],
+            "font": tex.gt["font"],
         }
 
-    def texture(self, params: Mapping[str, Any]) -> Texture:
-        s = params["scene"]
-        rows = tuple((str(k), str(v)) for k, v in s["rows"])
-        return _label(rows, s["title"], VARIANTS[s["variant"]][2])
+    def sanity(self, gt: Mapping[str, Any], image: Any) -> list[str]:
+        """Render sanity problems of a rendered frame (see :func:`text_sanity`); the post
+        effects of the GT are applied first, as the scorer sees the frame. The texture is
+        redrawn from ``gt["scene"]`` (the scene params the GT carries)."""
+        tex = self.texture({"scene": gt["scene"]})
+        return text_sanity(gt, self.post(gt, image), tex, self.tex_px)
 
-    def build_scene(self, ctx: Any, params: Mapping[str, Any], tex_path: str) -> dict[str, Any]:
-        s = params["scene"]
-        t = self.target(params)
-        if s["variant"] == "ro_board":
-            build_car("sedan", tuple(s["colour"]))
-            bpy_box(
-                "easel",
-                # behind the board (its front face 1 cm behind the board's plane)
-                Box(tuple(t.centre - t.normal * 0.04 - [0, 0, 0.35]), (0.03, 0.03, 0.5)),
-                bpy_material("wood", (0.4, 0.3, 0.2)),
-            )
-        else:
-            bpy_box(
-                "wall",
-                Box((0, 0.06, 1.2), (2.0, 0.05, 1.5)),
-                bpy_material("stucco", (0.7, 0.68, 0.62), rough=0.95),
-            )
-            bpy_box(
-                "inverter",
-                Box((0, -0.03, 1.3), (0.2, 0.04, 0.3)),
-                bpy_material("inverter", (0.75, 0.75, 0.77)),
-            )
-        bpy_quad(
-            "target", t.corners(), bpy_material("label", image=self._tex_path(tex_path), rough=0.4)
-        )
-        return {"target": "target"}
 
-    @staticmethod
-    def _tex_path(p: str) -> str:
-        return p
+def extra_term(value: float | None, threshold: float, op: str, gray: float = 0.1) -> dict[str, Any]:
+    """An environment-specific scene term in the scorer's own layout (``_accept.term``
+    knows only the shared terms): value, threshold, op, verdict, gray band (+/- ``gray``
+    relative to the threshold, or absolute when the threshold is 0)."""
+    v = float("nan") if value is None else float(value)
+    ok = bool(np.isfinite(v) and (v >= threshold if op == ">=" else v <= threshold))
+    band = abs(threshold) * gray if threshold else gray
+    return {
+        "value": None if not np.isfinite(v) else round(v, 6),
+        "threshold": threshold,
+        "op": op,
+        "ok": ok,
+        "kind": "scene",
+        "gray": bool(np.isfinite(v) and abs(v - threshold) <= band),
+    }
 
-    def doc_questions(self, gt: Mapping[str, Any]) -> list[dict[str, Any]]:
-        out = []
-        for key, value in gt["rows"].items():
-            field = {
-                "RO": "ro_number",
-                "VIN": "vin",
-                "MODEL": "equipment_model",
-                "S/N": "serial_number",
-            }[key]
-            out.append(
-                q(field, f"What is the {key} on the {gt['title'].lower()} label?", value, "reading")
-            )
-        return out
+
+def with_terms(acc: Acceptability, terms: Mapping[str, Mapping[str, Any]]) -> Acceptability:
+    """``acc`` with more terms ANDed in."""
+    allt = {**acc.terms, **terms}
+    return Acceptability(acceptable=all(t["ok"] for t in allt.values()), terms=allt)

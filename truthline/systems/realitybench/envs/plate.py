@@ -1,4 +1,5 @@
-"""plate: a licence plate on the back of a car proxy, seen by a phone at 1x/3x/6x zoom.
+"""plate: a licence plate on the rear bumper of the procedural car (any of the four body
+styles, ``_car.plate_mount``), seen by a phone at 1x/3x/6x zoom.
 
 Ground truth (SCENES.md C): the plate string and state (no ambiguous glyphs: O/0, I/1 and Q
 are never generated), plate corners in pixels, character height in pixels (the feature the
@@ -17,7 +18,7 @@ from truthline.scenes._accept import Thresholds
 from truthline.scenes._camera import f_px
 from truthline.scenes._textures import PLATE_MM, Texture, plate_string, plate_texture
 from truthline.scenes._types import register_environment
-from truthline.systems.realitybench.envs._car import CAR_LENGTH, build_car
+from truthline.systems.realitybench.envs._car import BODY_STYLES, build_car, plate_mount
 from truthline.systems.realitybench.envs._common import (
     PlanarEnv,
     Plane,
@@ -30,14 +31,13 @@ from truthline.systems.realitybench.envs._common import (
 )
 
 STATES = ("OHIO", "TEXAS", "UTAH", "MAINE", "NEVADA", "KANSAS", "GEORGIA", "VERMONT")
-PLATE_Z = 0.55
 MIN_CHAR_PX = 8.0
 
 
 @register_environment
 class Plate(PlanarEnv):
     name = "plate"
-    version = "1"
+    version = "2"
     detail_ratio = 0.2
     zooms = (1.0, 3.0, 6.0)
     dist_good = (0.35, 0.8)  # x the distance at which characters are MIN_CHAR_PX tall
@@ -57,7 +57,7 @@ class Plate(PlanarEnv):
         return {
             "text": plate_string(rng),
             "state": STATES[int(rng.integers(len(STATES)))],
-            "body": "sedan",
+            "body": BODY_STYLES[int(rng.integers(len(BODY_STYLES)))],
             "colour": [round(u(rng, 0.05, 0.8), 3) for _ in range(3)],
         }
 
@@ -69,7 +69,8 @@ class Plate(PlanarEnv):
         return f_px(spec) * self._char_m(params) / MIN_CHAR_PX
 
     def target(self, params: Mapping[str, Any]) -> Plane:
-        c = (0.0, -CAR_LENGTH / 2 - 0.006, PLATE_Z)
+        y, z = plate_mount(params["scene"]["body"])
+        c = (0.0, y, z)
         return plane(
             c,
             (0, -1, 0),

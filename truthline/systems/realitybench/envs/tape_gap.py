@@ -5,6 +5,14 @@ at x = g, the hook at x_hook < 0 and the tape turned ``tilt`` degrees in the mod
 the tape's centreline crosses the far edge at reading ``t = (g - x_hook) / cos(tilt)``
 inches and the near edge at ``-x_hook / cos(tilt)``. The tape "leans" when |tilt| > 5 deg.
 The target is +/- 1.5 in of tape around the crossing; the detail that must resolve is 1/8 in.
+
+Requirement (RealityBench Table 1): a photo of the tape measure hooked on one module and run
+across the gap to the next, close enough to read the tape to 1/8 in where it crosses the far
+module's edge, in focus and unobstructed, with the tape square across the gap (within 5 deg
+of upright in the module plane): a leaning tape is not proof of the gap.
+
+The roof, rails and modules come from ``_roof``: each frame's top lip ends exactly on the
+module edge (its wall is set back beneath), so the visible gap edges are x = 0 and x = g.
 """
 
 from __future__ import annotations
@@ -18,24 +26,32 @@ import numpy as np
 
 from truthline.scenes._textures import Texture, frac8, tape_texture
 from truthline.scenes._types import register_environment
+from truthline.systems.realitybench.envs import _roof
 from truthline.systems.realitybench.envs._common import (
+    CAMERA_FACTORS,
+    EFFECT_FACTORS,
     IN,
     Box,
     PlanarEnv,
     Plane,
+    RequirementTerms,
     bpy_box,
     bpy_material,
     bpy_quad,
+    env_term,
     plane,
     q,
+    texture_dir,
     u,
 )
 
 TAPE_LEN_IN = 30
-MODULE_TOP_Z = 0.05
+MODULE_TOP_Z = _roof.MODULE_TOP_Z
 MODULE_W = 1.0
 MODULE_L = 1.7
+RAILS_Y = (-0.45, 0.45)
 TILT_LEANS_DEG = 5.0
+TILT_GRAY_DEG = (4.0, 6.0)
 
 
 def crossing_reading(gap_in: float, hook_in: float, tilt_deg: float) -> float:
@@ -49,16 +65,18 @@ def _tape() -> Texture:
 
 
 @register_environment
-class TapeGap(PlanarEnv):
+class TapeGap(RequirementTerms, PlanarEnv):
     name = "tape_gap"
-    version = "1"
+    version = "2"
     detail_ratio = 0.5
     dist_good = (0.2, 0.45)
     dist_bad = (1.1, 1.8)
+    # "lean": the tape run more than 5 deg off square across the gap (a requirement failure)
+    factors = CAMERA_FACTORS + EFFECT_FACTORS + ("lean",)
+    p_clean = 0.45
 
     def scene_params(self, rng: np.random.Generator, bad: Sequence[str]) -> dict[str, Any]:
-        # leaning tapes are a scene property, not a bad factor: a third of frames lean
-        lean = rng.random() < 1 / 3
+        lean = "lean" in bad
         tilt = u(rng, 6.0, 14.0) * (1 if rng.random() < 0.5 else -1) if lean else u(rng, -3.5, 3.5)
         return {
             "gap_in": round(u(rng, 0.25, 1.5), 4),
@@ -99,6 +117,30 @@ class TapeGap(PlanarEnv):
             "crossing_world": self.target(params).centre.round(6).tolist(),
         }
 
+    def requirement_terms(self, gt: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+        return {"tape_upright": env_term(abs(gt["tilt_deg"]), TILT_LEANS_DEG, "<=", TILT_GRAY_DEG)}
+
+    def layout(self, params: Mapping[str, Any]) -> _roof.Layout:
+        """Two modules either side of the gap, on two rails, over a shingled roof."""
+        g = params["scene"]["gap_in"] * IN
+        x0, x1 = -MODULE_W - 0.05, g + MODULE_W + 0.05
+        return _roof.Layout(
+            x_range=(-1.6, g + 1.6),
+            y_range=(-1.3, 1.3),
+            rails_y=RAILS_Y,
+            rail_x=(x0, x1),
+            modules=(
+                _roof.Module(-MODULE_W, 0.0, -MODULE_L / 2, MODULE_L / 2),
+                _roof.Module(g, g + MODULE_W, -MODULE_L / 2, MODULE_L / 2),
+            ),
+            attachments=tuple(
+                _roof.Attachment(x, r)
+                for r in range(len(RAILS_Y))
+                for x in _roof.rafter_xs(x0 + 0.1, x1 - 0.1)[::3]
+            ),
+            mid_clamps=((0.0, g),),
+        )
+
     def texture(self, params: Mapping[str, Any]) -> Texture:
         return _tape()
 
@@ -108,23 +150,8 @@ class TapeGap(PlanarEnv):
         return a[:, round((r - 1.5) * 128) : round((r + 1.5) * 128)]
 
     def build_scene(self, ctx: Any, params: Mapping[str, Any], tex_path: str) -> dict[str, Any]:
-        g = params["scene"]["gap_in"] * IN
-        roof = bpy_material("shingle", (0.18, 0.16, 0.15), rough=0.9)
-        cell = bpy_material("cells", (0.02, 0.03, 0.08), rough=0.3)
-        alu = bpy_material("alu", (0.6, 0.6, 0.62), rough=0.35)
-        bpy_box("roof", Box((0, 0, -0.05), (4, 4, 0.02)), roof)
-        for name, x0 in (("module_near", -MODULE_W), ("module_far", g)):
-            c = (x0 + MODULE_W / 2, 0.0, MODULE_TOP_Z - 0.02)
-            bpy_box(name, Box(c, (MODULE_W / 2, MODULE_L / 2, 0.02)), cell)
-            bpy_box(
-                name + "_frame",
-                Box(
-                    (c[0], c[1], c[2] - 0.005), (MODULE_W / 2 + 0.004, MODULE_L / 2 + 0.004, 0.018)
-                ),
-                alu,
-            )
-        for y in (-0.45, 0.45):
-            bpy_box(f"rail_{y}", Box((0, y, 0.0), (1.5, 0.02, 0.02)), alu)
+        built = _roof.build_roof(self.layout(params), texture_dir(ctx))
+        alu = bpy_material("hook_steel", (0.6, 0.6, 0.62), rough=0.35)
         d = self._dir(params)
         hook = self._hook(params)
         tape = plane(
@@ -146,7 +173,7 @@ class TapeGap(PlanarEnv):
             Box(tuple(case_c), (0.04, 0.035, 0.035), math.degrees(math.atan2(d[1], d[0]))),
             bpy_material("case", (0.8, 0.1, 0.05)),
         )
-        return {"target": "target"}
+        return {"target": "target", "roof": built}
 
     def doc_questions(self, gt: Mapping[str, Any]) -> list[dict[str, Any]]:
         return [

@@ -1,15 +1,20 @@
-"""vehicle_face and damage_view: the car proxy seen whole (which sides are visible, body
-style) or close up on a damaged panel (damage type, severity, which part).
+"""vehicle_face and damage_view: the procedural car (``_car``: sedan, hatchback, SUV,
+pickup) seen whole (which sides are visible, body style) or close up on a damaged panel
+(damage type, severity, which part).
 
 vehicle_face GT: a side counts as visible when it faces the camera (normal within 80 deg
 of the view ray) and at least 20 % of its rectangle projects inside the frame; thirds
-(front/middle/rear) likewise from the side panels split in three plus the front and rear
-faces. The question is answered right when it names any visible side ("any named part
-counts", as the paper scores its real car frames).
+(front/middle/rear) likewise from the flanks split in three. The question is answered right
+when it names any visible side (the paper, section 5, scores its real car frames so: "any
+labelled part counts"). The target polygon is the car's bounding box from every vertex the
+worker builds; the style's dimensions are in the GT. ``params["id_pass"]`` (a measurement
+pass, not a sampled factor) renders the face classes in flat ID colours.
 
 damage_view GT: the damaged panel's name and face, damage type and severity as drawn, the
-patch's pixel polygon. "About arm's length" is the distance requirement: <= 1.5 m passes,
-1.5-3 m is the paper's gray zone (excluded from scorer-vs-rater agreement), beyond fails.
+damage's extent in metres and its pixel polygon, the patch's pixel polygon. "About arm's
+length" is the distance requirement: <= 1.5 m passes, 1.5-3 m is the paper's gray zone
+(section 4: gray frames are left out of the acceptability set), beyond fails; the
+sampler's "too far" frames lie beyond 3 m so that they are clear rejections.
 """
 
 from __future__ import annotations
@@ -27,12 +32,16 @@ from truthline.scenes._textures import DAMAGE_TYPES, SEVERITIES, Texture, damage
 from truthline.scenes._types import register_environment
 from truthline.systems.realitybench.envs._car import (
     BODY_STYLES,
-    CAR_LENGTH,
     FACES,
-    body_corners,
+    PATCH_HALF,
+    STYLES,
+    bpy_paint_texture,
     build_car,
+    car_part_names,
+    car_vertices,
     face_rect,
     panels,
+    patch_centre,
 )
 from truthline.systems.realitybench.envs._common import (
     PlanarEnv,
@@ -46,6 +55,11 @@ from truthline.systems.realitybench.envs._common import (
 
 VISIBLE_MIN_SHARE = 0.2
 FACING_MAX_DEG = 80.0
+TEXTURE_PX = 512
+# the damage's largest extent per severity: the texture draws 7.5 / 13.5 / 21 cm (a dent's
+# shading reaches 8 % past its extent, its faint rim is barely visible); the bands split
+# about halfway between them
+SEVERITY_BANDS_M = {"minor": (0.0, 0.1), "moderate": (0.1, 0.17), "severe": (0.17, 0.3)}
 
 
 def _srgb(x: float) -> float:
@@ -59,7 +73,7 @@ def _colour(rng: np.random.Generator) -> list[float]:
 @register_environment
 class VehicleFace(PlanarEnv):
     name = "vehicle_face"
-    version = "2"
+    version = "3"
     # at 6-9 m a phone lens is past its hyperfocal distance: defocus is not a factor here
     factors = ("framing", "distance", "occluded", "shake", "glare")
     dist_good = (6.0, 9.0)
@@ -77,12 +91,13 @@ class VehicleFace(PlanarEnv):
     )
 
     def scene_params(self, rng: np.random.Generator, bad: Sequence[str]) -> dict[str, Any]:
-        styles = sorted(BODY_STYLES)
-        return {"body": styles[int(rng.integers(len(styles)))], "colour": _colour(rng)}
+        return {"body": BODY_STYLES[int(rng.integers(len(BODY_STYLES)))], "colour": _colour(rng)}
 
     def target(self, params: Mapping[str, Any]) -> Plane:
-        # the rig orbits the car's centre; "view" is measured from the vertical
-        return plane((0, 0, 0.75), (0, 0, 1), (1, 0, 0), CAR_LENGTH / 2, 0.9, 0.05)
+        # the rig orbits the car's centre; "view" is measured from the vertical and "around"
+        # from v (+Y, the front); the occlusion rays end inside the car's footprint
+        st = STYLES[params["scene"]["body"]]
+        return plane((0, 0, st.height / 2), (0, 0, 1), (1, 0, 0), st.width / 2, st.length / 2, 0.05)
 
     def host_gt(
         self, params: Mapping[str, Any], res: Sequence[int] | None = None
@@ -90,7 +105,9 @@ class VehicleFace(PlanarEnv):
         spec, pose = self.spec_pose(params, res)
         gt = super().host_gt(params, res)
         res = (spec.res_x, spec.res_y)
-        pts = project(body_corners(params["scene"]["body"]), spec, pose, res)
+        style = params["scene"]["body"]
+        # the car's bounding box from every vertex the worker builds (bevels only shrink it)
+        pts = project(car_vertices(style), spec, pose, res)
         if (pts[:, 2] > 0).all():
             x0, y0 = pts[:, 0].min(), pts[:, 1].min()
             x1, y1 = pts[:, 0].max(), pts[:, 1].max()
@@ -104,48 +121,14 @@ class VehicleFace(PlanarEnv):
             f_px(spec) * 0.05 / max(gt["target"]["depth_m"], 1e-3), 4
         )
         gt["target"]["detail_px"] = gt["target"]["feature_px"]
-        pos = np.asarray(pose.position)
-        faces, thirds = [], set()
-        for face in FACES:
-            c, n, uu, hu, hv = face_rect(face)
-            to_cam = pos - c
-            cosang = float(n @ to_cam / np.linalg.norm(to_cam))
-            if cosang < math.cos(math.radians(FACING_MAX_DEG)):
-                continue
-            vv = np.cross(n, uu)
-            parts = (
-                [(face, c, hu)]
-                if face in ("front", "rear")
-                else [
-                    (
-                        {1: "front", 0: "middle", -1: "rear"}[k],
-                        c + k * (2 * hu / 3) * np.array([0, 1.0, 0]),
-                        hu / 3,
-                    )
-                    for k in (1, 0, -1)
-                ]
-            )
-            seen = False
-            for third, pc, phu in parts:
-                corners = np.array(
-                    [
-                        pc - phu * uu + hv * vv,
-                        pc + phu * uu + hv * vv,
-                        pc + phu * uu - hv * vv,
-                        pc - phu * uu - hv * vv,
-                    ]
-                )
-                pp = project(corners, spec, pose, res)
-                if (pp[:, 2] <= 0).any():
-                    continue
-                share, _ = framing(pp[:, :2], *res)
-                if share >= VISIBLE_MIN_SHARE:
-                    seen = True
-                    thirds.add(third)
-            if seen:
-                faces.append(face)
+        faces, thirds, facing = _visible_faces(style, spec, pose, res)
         gt.update(
-            visible_faces=faces, visible_thirds=sorted(thirds), body_style=params["scene"]["body"]
+            visible_faces=faces,
+            visible_thirds=sorted({t.split("_")[1] for t in thirds}),
+            visible_side_thirds=thirds,
+            facing_deg=facing,
+            body_style=style,
+            dimensions=STYLES[style].dims(),
         )
         return gt
 
@@ -158,13 +141,15 @@ class VehicleFace(PlanarEnv):
     def build(self, ctx: Any, params: Mapping[str, Any]) -> dict[str, Any]:
         from truthline.systems.realitybench.envs._common import bpy_box, bpy_setup
 
-        build_car(params["scene"]["body"], tuple(params["scene"]["colour"]))
+        style = params["scene"]["body"]
+        id_pass = bool(params.get("id_pass"))
+        build_car(style, tuple(params["scene"]["colour"]), id_pass=id_pass)
         for i, b in enumerate(self.occluders(params)):
             bpy_box(f"occluder_{i}", b, bpy_material("van", (0.8, 0.8, 0.82)))
-        bpy_setup(ctx, ["body", "cabin"])
+        bpy_setup(ctx, car_part_names(style))
+        if id_pass:  # flat face-class colours (the ID pass) instead of image textures
+            ctx.workbench_color_type = "MATERIAL"
         return {"target": "body"}
-
-    target_names = ("body", "cabin", "wheel_-1_-1", "wheel_-1_1", "wheel_1_-1", "wheel_1_1")
 
     def extract(self, ctx: Any, params: Mapping[str, Any], handles: Any) -> dict[str, Any]:
         from truthline.systems.realitybench.envs._common import bpy_occlusion, render_res
@@ -173,7 +158,7 @@ class VehicleFace(PlanarEnv):
         _, pose = self.spec_pose(params)
         gt["occlusion_analytic"] = gt["occlusion"]
         gt["occlusion"] = bpy_occlusion(
-            pose.position, self.target(params).grid(), self.target_names
+            pose.position, self.target(params).grid(), car_part_names(params["scene"]["body"])
         )
         return gt
 
@@ -195,6 +180,67 @@ class VehicleFace(PlanarEnv):
         ]
 
 
+def _paint_srgb(colour: Sequence[float]) -> tuple[int, int, int]:
+    """The paint material's linear colour as the texture's 8-bit sRGB."""
+    r, g, b = (round(255 * _srgb(v)) for v in colour[:3])
+    return r, g, b
+
+
+def _drawn_box(image: Image.Image, paint: tuple[int, int, int]) -> list[int]:
+    """The damage's box in texture pixels as drawn: every pixel off the paint colour, above
+    the centimetre scale (the bottom 6 %, drawn over any damage reaching it)."""
+    a = np.asarray(image.convert("RGB")).astype(int)
+    off = np.abs(a - np.array(paint)).max(axis=2) > 0
+    off[int(a.shape[0] * 0.94) :] = False
+    ys, xs = np.nonzero(off)
+    return [int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1]
+
+
+def _visible_faces(
+    style: str, spec: Any, pose: Any, res: tuple[int, int]
+) -> tuple[list[str], list[str], dict[str, float]]:
+    """Visible faces, visible side thirds ("left_front", ...) and each face's angle between
+    its normal and the ray to the camera, from the style's face rectangles."""
+    pos = np.asarray(pose.position)
+    faces, thirds, facing = [], [], {}
+    for face in FACES:
+        c, n, uu, hu, hv = face_rect(face, style)
+        to_cam = pos - c
+        cosang = float(n @ to_cam / np.linalg.norm(to_cam))
+        facing[face] = round(math.degrees(math.acos(max(-1.0, min(1.0, cosang)))), 3)
+        if cosang < math.cos(math.radians(FACING_MAX_DEG)):
+            continue
+        vv = np.cross(n, uu)
+        if face in ("front", "rear"):
+            parts = [(face, c, hu)]
+        else:
+            parts = [
+                (f"{face}_{name}", c + k * (2 * hu / 3) * np.array([0, 1.0, 0]), hu / 3)
+                for k, name in ((1, "front"), (0, "middle"), (-1, "rear"))
+            ]
+        seen = False
+        for label, pc, phu in parts:
+            corners = np.array(
+                [
+                    pc - phu * uu + hv * vv,
+                    pc + phu * uu + hv * vv,
+                    pc + phu * uu - hv * vv,
+                    pc - phu * uu - hv * vv,
+                ]
+            )
+            pp = project(corners, spec, pose, res)
+            if (pp[:, 2] <= 0).any():
+                continue
+            share, _ = framing(pp[:, :2], *res)
+            if share >= VISIBLE_MIN_SHARE:
+                seen = True
+                if face not in ("front", "rear"):
+                    thirds.append(label)
+        if seen:
+            faces.append(face)
+    return faces, sorted(thirds), facing
+
+
 def _car_side(colour: Sequence[float]) -> Image.Image:
     """A flat side view for the proxy render: paint, glass, wheels, door seams."""
     c = tuple(round(255 * _srgb(v)) for v in colour[:3])
@@ -212,11 +258,13 @@ def _car_side(colour: Sequence[float]) -> Image.Image:
 @register_environment
 class DamageView(PlanarEnv):
     name = "damage_view"
-    version = "4"
+    version = "5"
     # a dented or scratched panel is mostly paint: text-style contrast does not apply
     factors = ("framing", "distance", "angle", "occluded", "defocus", "shake")
     dist_good = (0.5, 1.2)
-    dist_bad = (1.6, 5.0)
+    # past the paper's 1.5-3 m gray zone: a "too far" frame is a clear rejection, not a
+    # gray one the acceptability set would drop
+    dist_bad = (3.1, 5.0)
     view_good = (0.0, 45.0)
     view_bad = (62.0, 80.0)
     cam_z = (0.15, 2.2)
@@ -237,48 +285,75 @@ class DamageView(PlanarEnv):
     )
 
     def scene_params(self, rng: np.random.Generator, bad: Sequence[str]) -> dict[str, Any]:
-        ps = [p for p in panels() if p.face != "top"]
+        body = BODY_STYLES[int(rng.integers(len(BODY_STYLES)))]
+        ps = [p for p in panels(body) if p.face != "top"]
         part = ps[int(rng.integers(len(ps)))]
         return {
-            "body": "sedan",
+            "body": body,
             "colour": _colour(rng),
             "part": part.name,
             "damage_type": DAMAGE_TYPES[int(rng.integers(3))],
             "severity": SEVERITIES[int(rng.integers(3))],
-            "offset": [round(u(rng, -0.3, 0.3), 3), round(u(rng, -0.2, 0.2), 3)],
+            # where the patch sits in the panel's slack (-1..1 along its u and v)
+            "offset": [round(u(rng, -1.0, 1.0), 3), round(u(rng, -1.0, 1.0), 3)],
             "seed": int(rng.integers(1 << 30)),
         }
 
     def _panel(self, params: Mapping[str, Any]) -> Any:
-        return next(p for p in panels() if p.name == params["scene"]["part"])
+        s = params["scene"]
+        return next(p for p in panels(s["body"]) if p.name == s["part"])
 
     def target(self, params: Mapping[str, Any]) -> Plane:
         p = self._panel(params)
-        n, uu = np.array(p.normal, float), np.array(p.u, float)
-        vv = np.cross(n, uu)
-        ox, oy = params["scene"]["offset"]
-        c = np.array(p.centre) + n * 0.003 + ox * p.half_u * uu + oy * p.half_v * vv
-        return plane(c, n, uu, 0.15, 0.15, 0.01)
+        c = patch_centre(p, params["scene"]["offset"])
+        return plane(c, p.normal, p.u, PATCH_HALF, PATCH_HALF, 0.01)
 
     def env_gt(self, params: Mapping[str, Any]) -> dict[str, Any]:
         s = params["scene"]
         p = self._panel(params)
+        tex = self.texture(params)
+        box = _drawn_box(tex.image, _paint_srgb(s["colour"]))
+        size = 2 * PATCH_HALF / TEXTURE_PX
         return {
             "damaged_part": p.name,
             "damaged_face": p.face,
             "damage_type": s["damage_type"],
             "severity": s["severity"],
+            "body_style": s["body"],
+            "damage_box_tex_px": box,
+            # along the panel (u): every damage type is drawn ``extent`` wide (a dent's rim
+            # a little wider); scratches may wander past their nominal box across it
+            "damage_extent_m": round((box[2] - box[0]) * size, 4),
+            "severity_band_m": list(SEVERITY_BANDS_M[s["severity"]]),
         }
+
+    def host_gt(
+        self, params: Mapping[str, Any], res: Sequence[int] | None = None
+    ) -> dict[str, Any]:
+        gt = super().host_gt(params, res)
+        spec, pose = self.spec_pose(params, res)
+        t = self.target(params)
+        x0, y0, x1, y1 = (v / TEXTURE_PX for v in gt["damage_box_tex_px"])
+        # texture (0,0) is the patch's top-left: u right, v up
+        corners = np.array(
+            [
+                t.centre + (2 * a - 1) * t.half_u * t.u + (1 - 2 * b) * t.half_v * t.v
+                for a, b in ((x0, y0), (x1, y0), (x1, y1), (x0, y1))
+            ]
+        )
+        pp = project(corners, spec, pose, (spec.res_x, spec.res_y))
+        gt["damage_polygon_px"] = (
+            pp[:, :2].round(3).tolist() if (pp[:, 2] > 0).all() else [[float("nan")] * 2] * 4
+        )
+        return gt
 
     def texture(self, params: Mapping[str, Any]) -> Texture:
         s = params["scene"]
-        # the paint material's colour is linear; the texture's pixels are sRGB
-        r, g, b = (round(255 * _srgb(v)) for v in s["colour"])
         return damage_texture(
             s["damage_type"],
             s["severity"],
-            (r, g, b),
-            512,
+            _paint_srgb(s["colour"]),
+            TEXTURE_PX,
             s["seed"],
         )
 
@@ -287,7 +362,7 @@ class DamageView(PlanarEnv):
         bpy_quad(
             "target",
             self.target(params).corners(),
-            bpy_material("damage", image=tex_path, rough=0.35),
+            bpy_paint_texture("damage", tex_path),
         )
         return {"target": "target"}
 
