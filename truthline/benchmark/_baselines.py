@@ -23,6 +23,7 @@ from typing import Any
 from truthline._registry import Registry
 from truthline.benchmark._scoring import leaf_of
 from truthline.errors import TruthlineError
+from truthline.fields import render_answer
 
 RuleFn = Callable[[Any, dict[str, Any]], dict[str, Any]]
 _RULES: Registry[RuleFn] = Registry("rule", entry_point_group="truthline.rules")
@@ -184,7 +185,7 @@ def _register_backend() -> None:
             fn = _RULES.get(self.spec.name)
             support = request.context.get("rule_support") or {}
             try:
-                return Completion(text=json.dumps(fn(request, support)))
+                return Completion(text=render_answer(request.fields, fn(request, support)))
             except Exception as exc:  # the rule's own bug: an error of this item, not infra
                 return Completion(
                     text=None,

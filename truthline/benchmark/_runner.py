@@ -370,7 +370,10 @@ def run_benchmark(
         raise TruthlineError(
             f"gold snapshot {gold.snapshot[:12]} has no decisions in slice {cfg.gold!r}"
         )
-    targets = targets_of(project, gold)
+    asked = project.question_fields(cfg.variant)
+    targets = asked or targets_of(project, gold)
+    if asked:  # a declared question is asked only where it has gold (no action on empty frames)
+        items = [it for it in items if any(leaf_of(p) in targets for p in it.values)]
     excluded: dict[str, list[str]] = {}
     if cfg.condition == "gt":
         # +GT: the given fields are not scored; items whose +GT input is not admissible

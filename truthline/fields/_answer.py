@@ -1,9 +1,27 @@
 """The model-answer contract (METRICS.md §5), shared by prefill and benchmark scoring.
 
-An answer is accepted when it is exactly one JSON object, or exactly one fenced code
-block holding only that object. Duplicate keys and several candidate objects are
-rejected; extra keys are ignored; every field is parsed on its own, so a bad field
-never zeroes a correct sibling.
+A reply is read under one **answer grammar**, the one the question declares:
+
+* ``json`` (the default; the only grammar that can carry several fields): exactly one JSON
+  object, or exactly one fenced code block holding only that object. Duplicate keys and
+  several candidate objects are rejected; extra keys are ignored.
+* ``label``: a bare label such as ``A``, ``walking`` or ``guard up`` (SynDORBench's open
+  action answer). Outer whitespace is dropped, inner runs of whitespace become one space and
+  case is folded; what remains must be one line of letters, digits, spaces, ``_``, ``-``,
+  ``'`` and ``/``, so ``walking.``, ``Answer: walking``, ``**walking**`` or a JSON object
+  are grammar failures, not answers.
+* ``digit``: a bare integer (``1``/``0`` for SynDORBench's presence question): optional
+  outer whitespace, an optional ``-``, digits and nothing else, so ``1.``, ``"1"`` and
+  ``Answer: 1`` are grammar failures.
+
+A field declares its grammar in the project (``[fields.present] answer = "digit"``); it is
+the grammar of a question that asks that field alone. A question asking several fields is
+answered in ``json``. :func:`parse_answer` is the one parser (runner and prefill call it);
+a reply that does not match raises ``AnswerFormatError`` with a machine-readable reason
+(the share that match is the benchmark's answer-grammar match rate, ``format_rate``).
+:func:`parse_fields` then validates every field on its own, so a bad field never zeroes
+a correct sibling; :func:`render_answer` is the inverse, for backends that answer from
+known values (SIMULATED models, rules, detectors).
 """
 
 from __future__ import annotations
@@ -17,6 +35,16 @@ from truthline.errors import AnswerFormatError, FieldValueError
 from truthline.fields._base import FieldType
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_-]*)[ \t]*\n(.*?)\n?[ \t]*```", re.S)
+_LABEL = re.compile(r"[^\W_][\w '/-]*")
+_DIGIT = re.compile(r"-?[0-9]+")
+
+GRAMMARS: dict[str, frozenset[str] | None] = {
+    "json": None,
+    "label": frozenset({"single_choice", "text", "boolean"}),
+    "digit": frozenset({"boolean", "number"}),
+}
+"""Answer grammars and the field types each can carry (None: every type)."""
+_ATTR = "answer_grammar"
 
 
 def _no_dup_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -96,3 +124,82 @@ def parse_fields(
             values[path] = None
             errors[path] = exc.message
     return values, errors
+
+
+# -- answer grammars --------------------------------------------------------------------------
+def bind_grammar(ft: FieldType, grammar: str) -> None:
+    """Bind a field's declared answer grammar (the project loader does, after checking it
+    with :func:`grammar_problem`)."""
+    problem = grammar_problem(ft.name, grammar)
+    if problem:
+        raise ValueError(problem)
+    setattr(ft, _ATTR, grammar)
+
+
+def grammar_problem(field_type_name: str, grammar: Any) -> str | None:
+    """Why ``grammar`` cannot be a field of type ``field_type_name``'s answer grammar
+    (None: it can)."""
+    if grammar not in GRAMMARS:
+        return f"unknown answer grammar {grammar!r} (known: {', '.join(GRAMMARS)})"
+    types = GRAMMARS[grammar]
+    if types is not None and field_type_name not in types:
+        return (
+            f"a {field_type_name} field cannot be answered as a bare {grammar} "
+            f"(the {grammar} grammar carries {', '.join(sorted(types))} fields)"
+        )
+    return None
+
+
+def field_grammar(ft: FieldType) -> str:
+    """The answer grammar a field declares (``json`` unless it declares another)."""
+    return str(getattr(ft, _ATTR, "json"))
+
+
+def request_grammar(fields: Mapping[str, FieldType]) -> str:
+    """The grammar of a question asking ``fields``: the field's own when it asks one field,
+    ``json`` (the only grammar naming its fields) when it asks several."""
+    if len(fields) == 1:
+        return field_grammar(next(iter(fields.values())))
+    return "json"
+
+
+def parse_bare(grammar: str, text: str | None) -> Any:
+    """The value of a bare ``label`` (str, normalised) or ``digit`` (int) reply, or
+    AnswerFormatError (reason ``empty``, ``not_a_label`` or ``not_a_digit``)."""
+    if text is None or not text.strip():
+        raise AnswerFormatError("empty", "the answer is empty")
+    stripped = text.strip()
+    if grammar == "digit":
+        if not _DIGIT.fullmatch(stripped):
+            raise AnswerFormatError("not_a_digit", f"not a bare integer: {stripped[:40]!r}")
+        return int(stripped)
+    if grammar == "label":
+        label = " ".join(stripped.split()).casefold()
+        if "\n" in stripped or not _LABEL.fullmatch(label):
+            raise AnswerFormatError("not_a_label", f"not a bare label: {stripped[:40]!r}")
+        return label
+    raise AnswerFormatError("grammar", f"{grammar!r} is not a bare answer grammar")
+
+
+def parse_answer(fields: Mapping[str, FieldType], text: str | None) -> dict[str, Any]:
+    """The answer object of a reply to a question asking ``fields``, read under the
+    question's grammar (:func:`request_grammar`): the JSON object, or ``{field: value}`` of a
+    bare reply. Raises AnswerFormatError when the reply does not match the grammar."""
+    grammar = request_grammar(fields)
+    if grammar == "json":
+        return parse_json_answer(text)
+    return {next(iter(fields)): parse_bare(grammar, text)}
+
+
+def render_answer(fields: Mapping[str, FieldType], values: Mapping[str, Any]) -> str:
+    """The reply text giving ``values`` in the grammar of a question asking ``fields`` (the
+    inverse of :func:`parse_answer`), for backends that answer from known values."""
+    grammar = request_grammar(fields)
+    if grammar == "json":
+        return json.dumps({k: values[k] for k in fields if k in values})
+    value = values.get(next(iter(fields)))
+    if value is None:
+        return ""
+    if grammar == "digit":
+        return str(int(value))
+    return str(value)

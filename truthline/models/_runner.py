@@ -25,7 +25,7 @@ from typing import Any
 from sqlalchemy import select
 
 from truthline.errors import AnswerFormatError, TruthlineError
-from truthline.fields import parse_fields, parse_json_answer
+from truthline.fields import parse_answer, parse_fields, request_grammar
 from truthline.models._images import image_hash
 from truthline.models._prices import price_known
 from truthline.models._registry import Backend, get_backend
@@ -89,13 +89,17 @@ def request_key(
 
 
 def classify(fields: Any, comp: Completion) -> tuple[str, str | None, dict, dict]:
-    """``(status, reason, values, field_errors)`` of an answer per METRICS.md §5."""
+    """``(status, reason, values, field_errors)`` of an answer per METRICS.md §5, read under
+    the answer grammar of the question (``fields._answer.request_grammar``)."""
     if comp.refusal or comp.finish_reason == "content_filter":
         return MODEL_FAILURE, "refused", {}, {}
     if comp.finish_reason == "length":
         return MODEL_FAILURE, "truncated", {}, {}
+    bare = request_grammar(fields) != "json"
+    if bare and comp.text and _REFUSAL.match(comp.text):  # "I cannot tell" fits a label
+        return MODEL_FAILURE, "refused", {}, {}
     try:
-        obj = parse_json_answer(comp.text)
+        obj = parse_answer(fields, comp.text)
     except AnswerFormatError as exc:
         if comp.text and _REFUSAL.match(comp.text):
             return MODEL_FAILURE, "refused", {}, {}

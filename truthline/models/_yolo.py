@@ -11,14 +11,13 @@ with a region subfield one entity per person in the middle frame.
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from truthline.errors import TruthlineError
-from truthline.fields import Boolean, EntityList, Number, Region
+from truthline.fields import Boolean, EntityList, Number, Region, render_answer
 from truthline.models._registry import Backend, Detection, FrameRef, backend
 from truthline.models._types import Completion, ModelRequest
 
@@ -94,7 +93,7 @@ class YoloBackend(Backend):
             [d for d in ds if d.label == "person" and d.confidence >= self.conf] for ds in dets
         ]
         answer = answer_from_detections(request.fields, frames, persons)
-        raw = json.dumps(answer)
+        raw = render_answer(request.fields, answer)
         return Completion(text=raw, tokens_in=0, tokens_out=0)
 
     def describe(self) -> str:

@@ -15,7 +15,14 @@ import yaml
 from pydantic import ValidationError
 
 from truthline.errors import ProjectError
-from truthline.fields import EntityListSpec, FieldSpec, get_field_type, registered_field_types
+from truthline.fields import (
+    EntityListSpec,
+    FieldSpec,
+    bind_grammar,
+    get_field_type,
+    grammar_problem,
+    registered_field_types,
+)
 from truthline.project._model import Project
 
 DEFINITION_NAMES = ("project.toml", "project.yaml", "project.yml")
@@ -212,12 +219,23 @@ def validate_data(data: dict[str, Any], file: str, base: Path | None = None) -> 
     if not project.fields:
         problems.append(("fields", "declare at least one field"))
     specs: dict[str, FieldSpec] = {}
+    grammars: dict[str, str] = {}
     for name, raw in project.fields.items():
         _check_field_name(name, f"fields.{name}", problems)
+        # ``answer``: the grammar of a question asking this field alone (fields._answer)
+        grammar = raw.get("answer") if isinstance(raw, dict) else None
+        if isinstance(raw, dict):
+            raw = {k: v for k, v in raw.items() if k != "answer"}
         spec = _validate_spec(raw, f"fields.{name}", problems)
         if spec is None:
             continue
         specs[name] = spec
+        if grammar is not None:
+            problem = grammar_problem(spec.type, grammar)
+            if problem:
+                problems.append((f"fields.{name}.answer", problem))
+            else:
+                grammars[name] = grammar
         subs = spec.fields.items() if isinstance(spec, EntityListSpec) else []
         _check_choice(spec, f"fields.{name}", project, problems)
         for sname, sspec in subs:
@@ -233,6 +251,8 @@ def validate_data(data: dict[str, Any], file: str, base: Path | None = None) -> 
         project._types = {
             n: get_field_type(s.type)(n, s, project.taxonomies) for n, s in specs.items()
         }
+        for n, g in grammars.items():
+            bind_grammar(project._types[n], g)
         leaves = project.leaf_fields()
         for i, t in enumerate(project.benchmark.target_fields):
             if t not in leaves and t not in project._types:
@@ -250,6 +270,16 @@ def validate_data(data: dict[str, Any], file: str, base: Path | None = None) -> 
             ref = getattr(project.benchmark, key)
             if ref and ref not in leaves:
                 problems.append((f"benchmark.{key}", f"unknown field {ref!r}"))
+        for q, asked in project.benchmark.questions.items():
+            if q not in project.prompts.variants:
+                problems.append(
+                    (f"benchmark.questions.{q}", f"no prompt variant {q!r} in [prompts] variants")
+                )
+            if not asked:
+                problems.append((f"benchmark.questions.{q}", "name the fields it asks"))
+            for i, t in enumerate(asked):
+                if t not in project._types:
+                    problems.append((f"benchmark.questions.{q}.{i}", f"unknown field {t!r}"))
         if project.benchmark.conditions and not project.benchmark.conditions.order:
             problems.append(("benchmark.conditions.order", "list the conditions, clearest first"))
 

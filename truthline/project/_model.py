@@ -128,6 +128,10 @@ class BenchmarkSettings(_Strict):
     """+GT condition: fields whose verified gold is handed to the model as given (the probe's
     perception part, e.g. the reading), only where admissible (PHYSALIGN.md §5); falls back
     to ``action_field``."""
+    questions: dict[str, list[str]] = {}
+    """Questions asked one by one (SynDORBench asks presence and the action apart): prompt
+    variant -> the top-level fields it asks and is scored on. A question asking one field is
+    answered in that field's declared ``answer`` grammar (``json``, ``label``, ``digit``)."""
     read_rules: list[ReadRule] = []
     """Reading equality (PHYSALIGN.md §6.3): the read_field is correct iff N(answer) ==
     N(gold), N applying these rules in the spec's order."""
@@ -195,6 +199,12 @@ class Project(_Strict):
                 raise KeyError(f"project {self.name!r} has no field {path!r}")
             return subs[rest]
         return ft
+
+    def question_fields(self, variant: str | None) -> list[str] | None:
+        """The fields prompt variant ``variant`` asks when it is a declared question
+        (``benchmark.questions``); None: it asks the benchmark's target fields."""
+        asked = self.benchmark.questions.get(variant) if variant else None
+        return list(asked) if asked else None
 
     def leaf_fields(self) -> dict[str, FieldType]:
         """Every non-entity field, entity subfields included as ``workers.action``."""

@@ -9,7 +9,10 @@ for some bones, the world direction the bone points in; every other bone keeps i
 direction turned by its parent's rotation (hands follow forearms). Bones are applied parent →
 child (the table's order), bone lengths are kept, capsule ends are inset by their radius so
 nothing overshoots the joints, and the figure is scaled to ``height_m`` (bone lengths) and
-stood on z = 0. The look is a mannequin: no face, hands or clothes.
+stood on z = 0. What a rater needs to judge an action at Recognition distance: a short-sleeved
+shirt over trousers of another colour (:data:`PARTS`), so forearms and hands (skin) stand out
+against the torso and legs against it; shoes; and a hair cap over the back and top of the head
+(:func:`hair_cap`) so the head, and which way it faces, reads apart from the hands. No face.
 
 Poses: SynDORBench's action set (walking, kicking, sneaking, choking, dodging, covering face
 with hands, stepping over something, guard up) plus standing and crouching.
@@ -79,9 +82,10 @@ POSES: dict[str, dict[str, Vec]] = {
         "thigh.L": (0.25, -1, -0.1), "shin.L": (0.02, 0.8, -1), "foot.L": (0, -1, -0.2),
     },
     "guard_up": {
-        "upper_arm.L": (0.35, -0.4, -0.65), "forearm.L": (-0.2, -0.35, 1),
-        "thigh.L": (0.14, -0.18, -1), "shin.L": (0, 0.08, -1),
-        "thigh.R": (-0.14, 0.12, -1), "shin.R": (0, 0.15, -1),
+        "upper_arm.L": (0.12, -0.92, -0.36), "forearm.L": (-0.34, -0.43, 0.84),
+        "upper_arm.R": (-0.22, -0.79, -0.57), "forearm.R": (0.36, -0.31, 0.88),
+        "thigh.L": (0.15, -0.35, -1), "shin.L": (0, 0.1, -1),
+        "thigh.R": (-0.15, 0.3, -1), "shin.R": (0, 0.4, -1),
     },
     "kicking": {
         "spine.002": (0, 0.12, 1), "spine.003": (0, 0.15, 1),
@@ -98,22 +102,22 @@ POSES: dict[str, dict[str, Vec]] = {
         "thigh.R": (-0.12, 0.0, -1), "shin.R": (0, 0.85, -1),
     },
     "choking": {
-        "upper_arm.L": (0.05, -1, -0.25), "forearm.L": (-0.45, -1, 0.15),
-        "thigh.L": (0.1, -0.25, -1), "shin.L": (0, 0.05, -1),
-        "thigh.R": (-0.1, 0.15, -1), "shin.R": (0, 0.1, -1),
+        "spine.004": (0, 0.1, 1), "spine.005": (0, 0.15, 1),
+        "upper_arm.L": (0.55, -0.83, 0.09), "forearm.L": (-0.87, 0.38, 0.33),
+        "thigh.L": (0.1, -0.1, -1), "shin.L": (0, 0.05, -1),
+        "thigh.R": (-0.1, 0.1, -1), "shin.R": (0, 0.1, -1),
     },
     "dodging": {
-        "spine": (0.3, 0, 1), "spine.001": (0.45, 0, 1), "spine.002": (0.45, -0.1, 1),
-        "spine.003": (0.3, -0.1, 1),
-        "upper_arm.L": (0.9, -0.3, 0.35), "forearm.L": (0.2, -0.2, 1),
-        "upper_arm.R": (-0.5, -0.7, 0.3), "forearm.R": (0.3, -0.4, 1),
-        "thigh.L": (0.5, -0.05, -1), "shin.L": (0.2, 0.1, -1),
-        "thigh.R": (-0.35, 0, -1), "shin.R": (-0.15, 0.35, -1),
+        "spine": (-0.35, 0.1, 1), "spine.001": (-0.5, 0.1, 1), "spine.002": (-0.45, 0.05, 1),
+        "spine.003": (-0.3, 0, 1),
+        "upper_arm.L": (-0.03, -0.84, 0.54), "forearm.L": (-0.7, -0.4, 0.6),
+        "upper_arm.R": (-0.6, -0.13, -0.79), "forearm.R": (-0.98, -0.22, 0.0),
+        "thigh.L": (0.4, -0.1, -1), "shin.L": (0.1, 0.25, -1),
+        "thigh.R": (-0.12, 0.1, -1), "shin.R": (0.05, 0.4, -1),
     },
     "covering_face": {
         "spine.004": (0, -0.3, 1), "spine.005": (0, -0.35, 1), "spine.006": (0, -0.3, 1),
-        "upper_arm.L": (0.25, -0.5, -0.75), "forearm.L": (-0.35, -0.4, 1),
-        "hand.L": (-0.2, -0.1, 1),
+        "upper_arm.L": (-0.16, -0.98, -0.11), "forearm.L": (-0.31, 0.15, 0.94),
         "thigh.L": (0.06, 0, -1), "shin.L": (0, 0.03, -1),
     },
     "stepping_over": {
@@ -256,6 +260,16 @@ def capsule(
     return verts, faces
 
 
+def hair_cap(head: np.ndarray, tail: np.ndarray, r: float) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(a, b, radius)`` of a sphere a little larger than the head, set back from the face
+    (the head's back is +Y turned with it): it covers the top, back and sides, leaves the face
+    and adds under a centimetre to the figure's height (measured from the mesh, like all GT)."""
+    up = _unit(tail - head)
+    back = _unit(np.array([0.0, 1.0, 0.0]) - up[1] * up)
+    c = (head + tail) / 2 + back * 0.25 * r
+    return c, c, 1.08 * r
+
+
 def figure_mesh(
     pose: str,
     height_m: float = 1.75,
@@ -269,8 +283,10 @@ def figure_mesh(
     scale = height_m / REST_HEIGHT_M
     all_v: list[np.ndarray] = []
     all_f: list[tuple[int, ...]] = []
-    for bone, (h, t) in joints.items():
-        v, f = capsule(h, t, _radius(bone) * scale, segments=segments)
+    parts = [(bone, h, t, _radius(bone) * scale) for bone, (h, t) in joints.items()]
+    parts.append(("hair", *hair_cap(*joints["spine.006"], _radius("spine.006") * scale)))
+    for bone, h, t, r in parts:
+        v, f = capsule(h, t, r, segments=segments)
         off = sum(len(x) for x in all_v)
         all_v.append(v)
         all_f.extend(tuple(i + off for i in face) for face in f)
@@ -287,11 +303,11 @@ def figure_mesh(
 PARTS: dict[str, str] = {
     "spine": "pants", "thigh": "pants", "shin": "pants",
     "spine.001": "shirt", "spine.002": "shirt", "spine.003": "shirt",
-    "shoulder": "shirt", "upper_arm": "shirt", "forearm": "shirt",
+    "shoulder": "shirt", "upper_arm": "shirt", "forearm": "skin",
     "spine.004": "skin", "spine.005": "skin", "spine.006": "skin", "hand": "skin",
-    "foot": "shoes", "toe": "shoes",
+    "foot": "shoes", "toe": "shoes", "hair": "hair",
 }  # fmt: skip
-"""Which part of the outfit each bone's capsule wears."""
+"""Which part of the outfit each bone's capsule wears (short sleeves: forearms are skin)."""
 
 
 def part_of(bone: str) -> str:

@@ -12,6 +12,9 @@ maintained BM3D wheel), as measured in shared/SCENES.md.
 
 from __future__ import annotations
 
+import struct
+import zlib
+from pathlib import Path
 from typing import Any, Literal
 
 import cv2
@@ -27,6 +30,7 @@ __all__ = [
     "gray_world",
     "gray_world_gains",
     "night_vision",
+    "read_exr",
     "sensor_noise",
     "shake_psf",
     "srgb_decode",
@@ -315,3 +319,96 @@ def night_vision(
         tone_strength=tone_strength,
     )
     return u8, applied
+
+
+# -- reading linear renders ------------------------------------------------------------------
+_EXR_MAGIC = b"\x76\x2f\x31\x01"
+_EXR_CODECS = {0: ("NONE", 1), 2: ("ZIPS", 1), 3: ("ZIP", 16)}
+"""Compression id -> (name, scanlines per chunk): the codecs Blender's EXR writer uses for
+the linear renders (``exr_codec`` ZIP; NONE and ZIPS for older or hand-made files)."""
+_EXR_TYPES: dict[int, np.dtype[Any]] = {0: np.dtype("<u4"), 1: np.dtype("<f2"), 2: np.dtype("<f4")}
+
+
+def _exr_header(buf: bytes) -> tuple[dict[str, tuple[str, bytes]], int]:
+    if buf[:4] != _EXR_MAGIC:
+        raise ValueError("not an OpenEXR file (bad magic number)")
+    flags = struct.unpack_from("<I", buf, 4)[0]
+    if flags & 0x200 or flags & 0x1000 or flags & 0x800:
+        raise ValueError("tiled, multi-part or deep EXR: only single-part scanline files")
+    attrs: dict[str, tuple[str, bytes]] = {}
+    pos = 8
+    while buf[pos] != 0:
+        name_end = buf.index(b"\0", pos)
+        type_end = buf.index(b"\0", name_end + 1)
+        size = struct.unpack_from("<i", buf, type_end + 1)[0]
+        start = type_end + 5
+        attrs[buf[pos:name_end].decode()] = (
+            buf[name_end + 1 : type_end].decode(),
+            buf[start : start + size],
+        )
+        pos = start + size
+    return attrs, pos + 1
+
+
+def _exr_channels(raw: bytes) -> list[tuple[str, int]]:
+    out, pos = [], 0
+    while raw[pos] != 0:
+        end = raw.index(b"\0", pos)
+        ptype, _linear, xs, ys = struct.unpack_from("<iB3xii", raw, end + 1)
+        if (xs, ys) != (1, 1):
+            raise ValueError("subsampled EXR channels are not supported")
+        out.append((raw[pos:end].decode(), ptype))
+        pos = end + 17
+    return out
+
+
+def _unzip_exr(data: bytes, size: int) -> bytes:
+    """Undo OpenEXR's ZIP filter: zlib, then the byte-delta predictor, then the split of even
+    and odd bytes into two halves."""
+    t = np.frombuffer(zlib.decompress(data), dtype=np.uint8)
+    if t.size != size:
+        raise ValueError(f"EXR chunk inflates to {t.size} bytes, expected {size}")
+    t = np.cumsum(t.astype(np.int64) - 128, dtype=np.int64)
+    t = ((t + 128) & 0xFF).astype(np.uint8)  # the predictor wraps mod 256; byte 0 is kept
+    out = np.empty_like(t)
+    half = (t.size + 1) // 2
+    out[0::2], out[1::2] = t[:half], t[half:]
+    return out.tobytes()
+
+
+def read_exr(path: str | Path) -> np.ndarray:
+    """A linear render from a single-part scanline OpenEXR file (NONE / ZIPS / ZIP, half or
+    float channels) as float32 ``H x W x 3`` RGB in numpy alone, so reading never depends
+    on whether an OpenCV wheel was built with OpenEXR (OpenCV 5 wheels are not). The values
+    are the file's, bit for bit. Raises ValueError on anything else, naming what it found."""
+    buf = Path(path).read_bytes()
+    attrs, pos = _exr_header(buf)
+    codec = attrs["compression"][1][0]
+    if codec not in _EXR_CODECS:
+        raise ValueError(f"EXR compression {codec} is not supported (NONE, ZIPS, ZIP are)")
+    lines = _EXR_CODECS[codec][1]
+    x0, y0, x1, y1 = struct.unpack("<4i", attrs["dataWindow"][1])
+    w, h = x1 - x0 + 1, y1 - y0 + 1
+    chans = _exr_channels(attrs["channels"][1])
+    dts = [_EXR_TYPES[t] for _, t in chans]
+    row_bytes = sum(dt.itemsize for dt in dts) * w
+    n_chunks = -(-h // lines)
+    offsets = np.frombuffer(buf, dtype="<u8", count=n_chunks, offset=pos)
+    planes = {name: np.empty((h, w), np.float32) for name, _ in chans}
+    for off in offsets.tolist():
+        y, size = struct.unpack_from("<ii", buf, off)
+        n = min(lines, y1 - y + 1)
+        data = buf[off + 8 : off + 8 + size]
+        if size < n * row_bytes:
+            data = _unzip_exr(data, n * row_bytes)
+        for r in range(n):
+            at = r * row_bytes
+            for (name, _), dt in zip(chans, dts, strict=True):
+                planes[name][y - y0 + r] = np.frombuffer(data, dtype=dt, count=w, offset=at)
+                at += dt.itemsize * w
+    # Blender names the channels R, G, B (A); a layer prefix ("View Layer.Combined.R") is ignored
+    by_suffix = {name.rsplit(".", 1)[-1]: img for name, img in planes.items()}
+    missing = [c for c in "RGB" if c not in by_suffix]
+    if missing:
+        raise ValueError(f"EXR has no {', '.join(missing)} channel(s): {sorted(planes)}")
+    return np.dstack([by_suffix[c] for c in "RGB"])

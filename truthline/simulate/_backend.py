@@ -67,7 +67,9 @@ class SimulatedBackend(Backend):
 
     async def complete(self, request: ModelRequest) -> Completion:
         truth = self.truth_of(request)
-        text = simulated_raw(self.spec.name, truth, self._project(request), key_of(request))
+        text = simulated_raw(
+            self.spec.name, truth, self._project(request), key_of(request), request.fields
+        )
         tokens_in = (len(request.user) + len(request.system or "")) // 4 + 85 * len(request.images)
         return Completion(text=text, tokens_in=tokens_in, tokens_out=len(text) // 4)
 

@@ -376,11 +376,18 @@ def simulated_answer(profile: str, truth: dict[str, Any], project: Any, key: str
     return out
 
 
-def simulated_raw(profile: str, truth: dict[str, Any], project: Any, key: str) -> str:
-    """The raw text a SIMULATED model returns: JSON, or garbage at the profile's format-failure rate."""
+def simulated_raw(
+    profile: str, truth: dict[str, Any], project: Any, key: str, fields: Any = None
+) -> str:
+    """The raw text a SIMULATED model returns, in the grammar of the question asking
+    ``fields`` (default: JSON of every answer), or garbage at the profile's format-failure
+    rate."""
     import json
+
+    from truthline.fields import render_answer
 
     prof = get_profile(profile)
     if prof.format_failure and seeded_rng(profile, key, "format").random() < prof.format_failure:
         return "I think the workers are fine. (SIMULATED unparseable answer)"
-    return json.dumps(simulated_answer(profile, truth, project, key))
+    answer = simulated_answer(profile, truth, project, key)
+    return json.dumps(answer) if fields is None else render_answer(fields, answer)

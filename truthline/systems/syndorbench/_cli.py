@@ -22,7 +22,6 @@ app = typer.Typer(
 )
 
 LABELS = "dori-visibility-labels"
-SMALL_GRIDS = {"rf_grid": {"n_estimators": [100]}, "xgb_grid": {"n_estimators": [100]}}
 
 
 @app.command("prepare")
@@ -114,6 +113,8 @@ def propagate_cmd(
     out = sd.items_dir(ws)
     items = sd.load_items(out / "items.parquet")
     human = dis.human_labels(ws.store, LABELS) if LABELS in ws.project_names() else None
+    from truthline.systems.syndorbench._discern import SMALL_GRIDS
+
     kw = SMALL_GRIDS if search == "small" else {}
     labelled, model = sd.fit_and_propagate(items, human, seed=seed, folds=folds, **kw)
     proj = sd.import_benchmark(ws, labelled, out)
@@ -128,7 +129,7 @@ def propagate_cmd(
 
     def show() -> None:
         fit = (
-            f"{model.name}: {folds}-fold CV accuracy {model.cv_accuracy:.3f}, macro-F1 "
+            f"{model.name}: nested {folds}-fold CV (grouped by scene) accuracy {model.cv_accuracy:.3f}, macro-F1 "
             f"{model.cv_macro_f1:.3f}; "
             if model is not None
             else "no night frames: nothing to propagate; "
@@ -149,18 +150,91 @@ def tables_cmd(
     action: Annotated[
         bool, typer.Option("--action/--no-action", help="Score open action answers (embed extra).")
     ] = True,
+    group: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--group",
+            help="MODEL=small|medium|large|commercial (repeatable; overrides a spec's group=).",
+        ),
+    ] = None,
+    human: Annotated[
+        Path | None,
+        typer.Option("--human", help="The non-expert's filled human_sample.csv (Table 6 row)."),
+    ] = None,
+    resamples: Annotated[
+        int, typer.Option("--resamples", min=0, help="Resamples of the paired intervals.")
+    ] = 1000,
     as_json: JsonOpt = False,
 ) -> None:
-    """Presence accuracy / macro-F1 per distance and condition x distance, the 80 % threshold
-    line and open action answers by embedding similarity."""
+    """Presence accuracy / macro-F1 per distance, per lighting (condition and raw lighting),
+    azimuth and elevation x distance, model-scale group means, compact vs larger models,
+    the 80 % threshold line, open action answers by embedding similarity and the non-expert
+    human row (``--human``)."""
     from truthline.benchmark import load_run
+    from truthline.errors import TruthlineError
+    from truthline.systems.syndorbench import _human as hu
     from truthline.systems.syndorbench import _syndor as sd
     from truthline.systems.syndorbench import _tables as tb
 
     ws = workspace(ctx)
     proj = ws.registered(sd.PROJECT)
-    t = tb.syndor_tables(load_run(ws.store, run_id, proj).decisions, action=action)
+    run = load_run(ws.store, run_id, proj)
+    overrides = {}
+    for g in group or []:
+        model, eq, name = g.rpartition("=")
+        if not eq or not model:
+            raise TruthlineError(f"--group {g!r}: expected MODEL=GROUP")
+        overrides[model] = name
+    record_path = sd.items_dir(ws) / "human_sample.json"
+    record = json.loads(record_path.read_text(encoding="utf-8")) if record_path.is_file() else None
+    t = tb.syndor_tables(
+        run.decisions,
+        action=action,
+        groups=tb.model_groups([run.manifest], overrides),
+        resamples=resamples,
+        human=hu.read_answers(human) if human else None,
+        human_sample=record,
+    )
     md = tb.tables_markdown(t)
     if out:
         out.write_text(md, encoding="utf-8")
     emit(t, as_json, lambda: console.print(md))
+
+
+@app.command("human-sample")
+def human_sample_cmd(
+    ctx: typer.Context,
+    n: Annotated[int, typer.Option("--n", min=1, help="Items to sample (the paper: 300).")] = 300,
+    seed: Annotated[int, typer.Option("--seed", help="Sampling seed (recorded).")] = 0,
+    as_json: JsonOpt = False,
+) -> None:
+    """A uniformly random sample of dori-visibility items for one non-expert to answer
+    (human_sample.csv: fill in present 1/0 and action_text), then `syndor tables RUN
+    --human human_sample.csv`."""
+    from truthline.systems.syndorbench import _human as hu
+    from truthline.systems.syndorbench import _syndor as sd
+
+    ws = workspace(ctx)
+    rec = hu.write_sample(ws.store, sd.PROJECT, sd.items_dir(ws), n=n, seed=seed)
+    emit({k: v for k, v in rec.items() if k != "keys"}, as_json, lambda: console.print(
+        f"{rec['n']} of {rec['population']} items (seed {seed}) → {rec['csv']}: one person "
+        "fills in present (1/0) and action_text, then `truthline syndor tables RUN --human FILE`."
+    ))  # fmt: skip
+
+
+@app.command("simulate-human")
+def simulate_human_cmd(
+    ctx: typer.Context,
+    seed: Annotated[int, typer.Option("--seed", help="SIMULATED answer noise seed.")] = 0,
+    as_json: JsonOpt = False,
+) -> None:
+    """SIMULATED non-expert answers to human_sample.csv (demos and tests only; never for a
+    study): writes human_answers.SIMULATED.csv."""
+    from truthline.systems.syndorbench import _sim_human as sh
+    from truthline.systems.syndorbench import _syndor as sd
+
+    ws = workspace(ctx)
+    d = sd.items_dir(ws)
+    path = sh.simulate_non_expert(ws.store, sd.PROJECT, d / "human_sample.csv", seed=seed)
+    emit({"simulated_answers": str(path)}, as_json,
+         lambda: console.print(f"SIMULATED non-expert answers → {path}"))  # fmt: skip

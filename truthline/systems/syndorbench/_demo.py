@@ -99,14 +99,14 @@ def run_scenes_demo(
     dis.write_label_project(ws, LABELS, sample, strata=["dori", "lighting"])
     sim.simulate_labels(ws.store, LABELS, sample, seed=seed)
     human = dis.human_labels(ws.store, LABELS)
-    labelled, model = sd.fit_and_propagate(items, human, seed=seed)
+    labelled, model = sd.fit_and_propagate(items, human, seed=seed, **dis.SMALL_GRIDS)
     if model is None:  # the grid has no midnight frames
         from truthline.errors import TruthlineError
 
         raise TruthlineError(f"dori grid {grid!r} has no midnight frames to label; use small")
     say(
         f"discernibility: {int(human['discernible'].notna().sum())} SIMULATED human labels; "
-        f"{model.name} chosen (5-fold CV accuracy {model.cv_accuracy:.3f}, macro-F1 "
+        f"{model.name} chosen (nested 5-fold CV grouped by scene: accuracy {model.cv_accuracy:.3f}, macro-F1 "
         f"{model.cv_macro_f1:.3f}) labels the other "
         f"{int((labelled['discernible_source'] == _dis_prop()).sum())}"
     )
@@ -172,7 +172,7 @@ row, when present, is an UNTRAINED YOLO11n built from ultralytics' bundled confi
 Cochran sample: {n} of {cochran.get("population")} night / night-vision items (95 % confidence,
 ±5 %, finite population correction), stratified by condition × distance × lighting.
 
-| model | 5-fold CV accuracy | 5-fold CV macro-F1 |
+| model | nested grouped 5-fold CV accuracy | macro-F1 |
 |---|---|---|
 {cands}
 

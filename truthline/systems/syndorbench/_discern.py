@@ -2,11 +2,14 @@
 
 A person can be in the frame and still not be made out (too few pixels, too dark, too little
 contrast). People label a Cochran-sized, grid-stratified sample of frames in a Label Studio
-project generated from the template; a Random Forest and an XGBoost classifier (and their
-soft-voting ensemble, the paper's choice) are tuned by 5-fold grid search on the
-mask-conditioned features of ``_features``; the best by cross-validated accuracy labels every
-other frame. Propagated labels carry provenance ``model-propagated`` plus the model and its
-cross-validated accuracy; human labels keep ``human``. The two are never mixed up.
+project generated from the template; a decision tree, a Random Forest and an XGBoost
+classifier (and the RF + XGBoost soft-voting ensemble, the paper's choice) are tuned by grid
+search on the mask-conditioned features of ``_features`` and the best labels every other
+frame. Cross-validation is grouped by rendered scene and nested (METRICS.md §7): frames of one
+scene share so much that ungrouped folds score a model on near-copies of its training frames,
+and choosing the model on the folds that score it flatters it too. Propagated labels carry
+provenance ``model-propagated`` plus the model and its nested, grouped CV (outer) accuracy;
+human labels keep ``human``. The two are never mixed up.
 """
 
 from __future__ import annotations
@@ -28,12 +31,15 @@ from truthline.errors import TruthlineError
 __all__ = [
     "HUMAN",
     "PROPAGATED",
+    "SCENE_KEY",
+    "SMALL_GRIDS",
     "DiscernModel",
     "cochran_n",
     "fit_discernibility",
     "human_labels",
     "label_project_toml",
     "propagate",
+    "scene_groups",
     "stratified_sample",
     "write_label_project",
 ]
@@ -228,6 +234,10 @@ def human_labels(store: Any, project: str) -> pd.DataFrame:
 
 
 # -- the model -----------------------------------------------------------------------------
+SCENE_KEY = ("scene", "pose", "azimuth", "elevation")
+"""What makes one rendered scene (METRICS.md §7): environment + pose + camera viewpoint. Its
+frames at every distance and lighting, raw and night-vision, share everything but those, so
+they share a cross-validation fold: a model never scores on a sibling of a training frame."""
 DT_GRID: dict[str, list[Any]] = {"max_depth": [3, 5, None], "min_samples_leaf": [1, 5]}
 """The paper's baseline (its Table 5: a decision tree against the RF + XGBoost ensemble)."""
 RF_GRID: dict[str, list[Any]] = {
@@ -240,11 +250,25 @@ XGB_GRID: dict[str, list[Any]] = {
     "max_depth": [3, 6],
     "learning_rate": [0.05, 0.2],
 }
+CANDIDATES = ("decision_tree", "random_forest", "xgboost", "rf+xgboost")
+SMALL_GRIDS: dict[str, dict[str, list[Any]]] = {
+    "rf_grid": {"n_estimators": [100]},
+    "xgb_grid": {"n_estimators": [100]},
+}
+"""One setting per forest instead of the full grid search: nested grouped CV fits every
+grid point in every inner fold, so demos and ``--search small`` use this."""
+"""Model choices, simplest first (a tie goes to the simpler)."""
 
 
 @dataclass
 class DiscernModel:
-    """The chosen discernibility model and how well it did (JSON-able via ``summary``)."""
+    """The chosen discernibility model and how well it did (JSON-able via ``summary``).
+
+    ``cv_accuracy`` / ``cv_macro_f1`` are the nested, scene-grouped estimate: the pooled
+    outer-fold predictions of a procedure that tuned and chose its model on the outer
+    training part alone (``outer_choices``: its choice per fold). ``candidates`` holds each
+    candidate's grouped CV score in the final choice on every training label: selection
+    scores, optimistic for the winner, never what propagated labels carry."""
 
     name: str
     features: list[str]
@@ -255,6 +279,9 @@ class DiscernModel:
     params: dict[str, Any]
     candidates: dict[str, dict[str, Any]] = field(default_factory=dict)
     holdout: dict[str, Any] | None = None
+    grouped_by: list[str] = field(default_factory=list)
+    n_groups: int = 0
+    outer_choices: list[str] = field(default_factory=list)
     estimator: Any = field(default=None, repr=False)
 
     def summary(self) -> dict[str, Any]:
@@ -266,62 +293,140 @@ class DiscernModel:
         return np.asarray(self.estimator.predict(X[self.features].to_numpy(float)), dtype=bool)
 
 
+def scene_groups(frames: pd.DataFrame, key: Sequence[str] = SCENE_KEY) -> np.ndarray:
+    """The rendered scene of each frame (``key`` columns joined): its CV group."""
+    missing = [c for c in key if c not in frames.columns]
+    if missing:
+        raise TruthlineError(
+            f"discernibility: no {', '.join(missing)} column(s) to group frames by scene"
+        )
+    cols = [frames[c].astype(str).to_numpy() for c in key]
+    return np.asarray(["|".join(parts) for parts in zip(*cols, strict=True)], dtype=object)
+
+
+def _grouped_folds(n: int, seed: int) -> Any:
+    from sklearn.model_selection import StratifiedGroupKFold
+
+    return StratifiedGroupKFold(n_splits=n, shuffle=True, random_state=seed)
+
+
+def _choose(
+    X: np.ndarray,
+    y: np.ndarray,
+    groups: np.ndarray,
+    grids: Mapping[str, Any],
+    folds: int,
+    seed: int,
+) -> tuple[str, Any, dict[str, dict[str, Any]]]:
+    """Grid search each candidate on grouped folds of (X, y) alone (``folds``, fewer when
+    fewer scenes) and pick the best by CV accuracy: ``(name, unfitted estimator, every
+    candidate's scores and parameters)``."""
+    from sklearn.base import clone
+    from sklearn.ensemble import VotingClassifier
+    from sklearn.model_selection import GridSearchCV, cross_validate
+
+    n = min(folds, len(set(groups)))
+    if n < 2:
+        raise TruthlineError(
+            "discernibility model: an outer training part holds one scene; nested CV needs "
+            "two. Label frames of more scenes (or fewer --folds)"
+        )
+    splits = list(_grouped_folds(n, seed).split(X, y, groups))
+    scoring = {"accuracy": "accuracy", "macro_f1": "f1_macro"}
+    cands: dict[str, dict[str, Any]] = {}
+    tuned: dict[str, Any] = {}
+    for name, (est, grid) in grids.items():
+        gs = GridSearchCV(est, grid, cv=splits, scoring=scoring, refit=False, n_jobs=1)
+        gs.fit(X, y)
+        i = int(np.argmin(gs.cv_results_["rank_test_accuracy"]))
+        params = gs.cv_results_["params"][i]
+        cands[name] = {
+            "cv_accuracy": float(gs.cv_results_["mean_test_accuracy"][i]),
+            "cv_macro_f1": float(gs.cv_results_["mean_test_macro_f1"][i]),
+            "params": {k: _plain(v) for k, v in params.items()},
+        }
+        tuned[name] = clone(est).set_params(**params)
+    ens = VotingClassifier(
+        [("rf", clone(tuned["random_forest"])), ("xgb", clone(tuned["xgboost"]))], voting="soft"
+    )
+    res = cross_validate(ens, X, y, cv=splits, scoring=scoring, n_jobs=1)
+    cands["rf+xgboost"] = {
+        "cv_accuracy": float(res["test_accuracy"].mean()),
+        "cv_macro_f1": float(res["test_macro_f1"].mean()),
+        "params": {"voting": "soft"},
+    }
+    tuned["rf+xgboost"] = ens
+    best = max(
+        CANDIDATES,
+        key=lambda n: (round(cands[n]["cv_accuracy"], 12), -CANDIDATES.index(n)),
+    )
+    return best, tuned[best], cands
+
+
 def fit_discernibility(
     X: pd.DataFrame,
     y: Sequence[bool] | np.ndarray,
     *,
     features: Sequence[str] | None = None,
+    groups: Sequence[Hashable] | np.ndarray | None = None,
     seed: int = 0,
     folds: int = 5,
     holdout: float = 0.2,
+    dt_grid: Mapping[str, list[Any]] | None = None,
     rf_grid: Mapping[str, list[Any]] | None = None,
     xgb_grid: Mapping[str, list[Any]] | None = None,
     n_jobs: int = 1,
 ) -> DiscernModel:
-    """Tune a decision tree (the paper's baseline), RF and XGBoost by ``folds``-fold grid
-    search (accuracy), score the soft-voting RF + XGBoost ensemble (the paper's choice) on the
-    same folds, keep the best by CV accuracy and refit it on every label.
+    """Nested, scene-grouped CV of the whole model choice (METRICS.md §7), then the model.
 
-    With ``holdout`` > 0 and enough labels, a stratified test share is held out first (the
-    paper held out 400 of 2,000) and the chosen model's accuracy/macro-F1 on it are reported.
+    Frames are grouped by scene: ``groups``, else :data:`SCENE_KEY` columns of ``X`` when it
+    has them, else every frame is its own scene. Outer ``folds``-fold grouped CV; inside each
+    outer training part a decision tree (the paper's baseline), RF and XGBoost are grid
+    searched on inner grouped folds, the soft-voting RF + XGBoost ensemble (the paper's
+    choice) is scored on the same folds and the best by accuracy is refitted there and
+    scored on the outer test fold. The reported accuracy / macro-F1 are those outer ones.
+    The propagating model is the same choice made on every training label.
+
+    With ``holdout`` > 0 and enough labels, a stratified share of whole scenes is held out
+    first (the paper held out 400 of 2,000) and the chosen model is scored on it.
     """
     from sklearn.base import clone
-    from sklearn.ensemble import RandomForestClassifier, VotingClassifier
-    from sklearn.model_selection import (
-        GridSearchCV,
-        StratifiedKFold,
-        cross_validate,
-        train_test_split,
-    )
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.metrics import accuracy_score, f1_score
     from sklearn.tree import DecisionTreeClassifier
     from xgboost import XGBClassifier
 
     feats = list(features) if features is not None else list(X.columns)
     Xa = X[feats].to_numpy(float)
     ya = np.asarray(y, dtype=int)
-    counts = np.bincount(ya, minlength=2)
     if len(ya) != len(Xa):
         raise TruthlineError(f"discernibility: {len(Xa)} feature rows but {len(ya)} labels")
-    if counts.min() < folds:
+    grouped_by: list[str] = []
+    if groups is not None:
+        ga = np.asarray(groups, dtype=object)
+        grouped_by = ["groups"]
+    elif all(c in X.columns for c in SCENE_KEY):
+        ga, grouped_by = scene_groups(X), list(SCENE_KEY)
+    else:
+        ga = np.arange(len(ya)).astype(object)
+    if len(ga) != len(ya):
+        raise TruthlineError(f"discernibility: {len(ga)} groups but {len(ya)} labels")
+    counts = np.bincount(ya, minlength=2)
+    n_groups = len(set(ga))
+    if counts.min() < folds or n_groups < folds:
         raise TruthlineError(
             f"discernibility model: {counts[1]} discernible and {counts[0]} indiscernible "
-            f"labels; {folds}-fold cross-validation needs at least {folds} of each. Label more "
-            "frames (a larger sample) before propagating"
+            f"labels from {n_groups} scenes; {folds}-fold cross-validation grouped by scene "
+            f"needs at least {folds} of each and {folds} scenes. Label more frames (a larger "
+            "sample) before propagating"
         )
-    test: tuple[np.ndarray, np.ndarray] | None = None
-    Xtr, ytr = Xa, ya
-    if holdout > 0 and counts.min() >= 2 * folds and len(ya) >= 10 * folds:
-        Xtr, Xte, ytr, yte = train_test_split(
-            Xa, ya, test_size=holdout, stratify=ya, random_state=seed
-        )
-        test = (Xte, yte)
-    cv = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
-    scoring = {"accuracy": "accuracy", "macro_f1": "f1_macro"}
-    base = {
-        "decision_tree": (
-            DecisionTreeClassifier(random_state=seed),
-            dict(DT_GRID),
-        ),
+    tr = np.arange(len(ya))
+    te: np.ndarray | None = None
+    if holdout > 0 and counts.min() >= 2 * folds and n_groups >= 10 * folds:
+        split = _grouped_folds(max(2, round(1 / holdout)), seed)
+        tr, te = next(split.split(Xa, ya, ga))
+    grids = {
+        "decision_tree": (DecisionTreeClassifier(random_state=seed), dict(dt_grid or DT_GRID)),
         "random_forest": (
             RandomForestClassifier(random_state=seed, n_jobs=n_jobs),
             dict(rf_grid or RF_GRID),
@@ -333,53 +438,36 @@ def fit_discernibility(
             dict(xgb_grid or XGB_GRID),
         ),
     }
-    cands: dict[str, dict[str, Any]] = {}
-    tuned: dict[str, Any] = {}
-    for name, (est, grid) in base.items():
-        gs = GridSearchCV(est, grid, cv=cv, scoring=scoring, refit="accuracy", n_jobs=1)
-        gs.fit(Xtr, ytr)
-        i = gs.best_index_
-        cands[name] = {
-            "cv_accuracy": float(gs.cv_results_["mean_test_accuracy"][i]),
-            "cv_macro_f1": float(gs.cv_results_["mean_test_macro_f1"][i]),
-            "params": {k: _plain(v) for k, v in gs.best_params_.items()},
-        }
-        tuned[name] = clone(gs.best_estimator_)
-    ens = VotingClassifier(
-        [("rf", clone(tuned["random_forest"])), ("xgb", clone(tuned["xgboost"]))], voting="soft"
-    )
-    res = cross_validate(ens, Xtr, ytr, cv=cv, scoring=scoring, n_jobs=1)
-    cands["rf+xgboost"] = {
-        "cv_accuracy": float(res["test_accuracy"].mean()),
-        "cv_macro_f1": float(res["test_macro_f1"].mean()),
-        "params": {"voting": "soft"},
-    }
-    tuned["rf+xgboost"] = ens
-    order = ["decision_tree", "random_forest", "xgboost", "rf+xgboost"]  # ties: the simpler
-    best = max(order, key=lambda n: (round(cands[n]["cv_accuracy"], 12), -order.index(n)))
+    Xtr, ytr, gtr = Xa[tr], ya[tr], ga[tr]
+    pred = np.zeros_like(ytr)
+    choices: list[str] = []
+    for o_tr, o_te in _grouped_folds(folds, seed).split(Xtr, ytr, gtr):
+        name, est, _ = _choose(Xtr[o_tr], ytr[o_tr], gtr[o_tr], grids, folds, seed + 1)
+        pred[o_te] = clone(est).fit(Xtr[o_tr], ytr[o_tr]).predict(Xtr[o_te])
+        choices.append(name)
+    best, est, cands = _choose(Xtr, ytr, gtr, grids, folds, seed + 1)
     hold = None
-    if test is not None:
-        from sklearn.metrics import accuracy_score, f1_score
-
-        m = clone(tuned[best]).fit(Xtr, ytr)
-        pred = m.predict(test[0])
+    if te is not None:
+        p = clone(est).fit(Xtr, ytr).predict(Xa[te])
         hold = {
-            "n": len(test[1]),
-            "accuracy": float(accuracy_score(test[1], pred)),
-            "macro_f1": float(f1_score(test[1], pred, average="macro")),
+            "n": len(te),
+            "accuracy": float(accuracy_score(ya[te], p)),
+            "macro_f1": float(f1_score(ya[te], p, average="macro")),
         }
-    final = clone(tuned[best]).fit(Xa, ya)
     return DiscernModel(
         name=best,
         features=feats,
-        cv_accuracy=cands[best]["cv_accuracy"],
-        cv_macro_f1=cands[best]["cv_macro_f1"],
+        cv_accuracy=float(accuracy_score(ytr, pred)),
+        cv_macro_f1=float(f1_score(ytr, pred, average="macro")),
         folds=folds,
         n_train=len(ytr),
         params=cands[best]["params"],
         candidates=cands,
         holdout=hold,
-        estimator=final,
+        grouped_by=grouped_by,
+        n_groups=len(set(gtr)),
+        outer_choices=choices,
+        estimator=clone(est).fit(Xa, ya),
     )
 
 

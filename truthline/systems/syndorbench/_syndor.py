@@ -18,7 +18,23 @@
    ``truthline benchmark run`` scores any model spec on it (``yolo:`` included).
 5. **Tables**: ``_syndor_tables`` (the paper's tables, report and dashboard sections).
 
-SIMULATED stand-ins (annotators, the ``simulated-dori`` viewer model) live in ``_syndor_sim``;
+**Questions** (:func:`question_pairs`). The paper asks one question per sample (§3.3): presence
+(its prompt verbatim, a bare ``1``/``0``) on every item and the open action (A.2's prompt, a
+bare name) on every item whose scene holds a person; ``truthline benchmark run --variant
+presence`` / ``--variant action`` ask them (``benchmark.questions`` of the project). On the
+``paper`` grid of ``envs/dori_person``: 3 distances x 8 azimuths x 4 elevations x 3 scenes x
+(8 actions + absent) x 4 lightings = 10,368 renders -> 7,776 day items + 2,592 night + 2,592
+night-vision = 12,960 items; presence 7,776 + 2,592 + 2,592 = 12,960 pairs, action 6,912 +
+2,304 + 2,304 = 11,520 (8 of 9 poses hold a person): 24,480 pairs (the closed ``action_closed``
+adds 11,520: 36,000). The paper's 54,864 = 2^4 x 3^3 x 127 cannot come from its stated factors
+(3, 8, 4, 4, 3, 8 levels, two night variants, two questions): no product of them holds the
+prime 127, so its set is a factor-wise stratified sample (§3.1) of a size it does not give;
+at two questions per image it holds 27,432 images. The gap is in frames, not in questions:
+on the paper's single-human frames (no ``absent`` pose) the full grid gives 11,520 items x 2 =
+23,040 pairs, and the nearest full factorial is a second texture per cell (46,080; an
+``outfit`` axis of the grid, which truthline does not render by default).
+
+SIMULATED stand-ins (annotators, the ``simulated-dori`` viewer model) live in ``_sim``;
 this module imports it only to write the known truth SIMULATED models read (``sim_truth``).
 """
 
@@ -27,7 +43,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -42,8 +57,10 @@ from truthline.systems.syndorbench import _discern, _features
 __all__ = [
     "CONDITIONS",
     "FEATURE_COLUMNS",
+    "PAPER_QUESTIONS",
     "action_words",
     "as_float",
+    "condition_items",
     "fan_out",
     "fit_and_propagate",
     "import_benchmark",
@@ -51,6 +68,7 @@ __all__ = [
     "label_sample",
     "load_items",
     "make_items",
+    "question_pairs",
     "renders_from_store",
     "save_items",
     "write_gold",
@@ -141,14 +159,16 @@ def _read_linear(row: Mapping[str, Any], night_mean: float) -> tuple[np.ndarray,
     # Workbench ignores the scene's lamps: its "midnight" is as bright as noon, so a
     # Workbench frame (previews, CI) is darkened like a PNG-only one
     workbench = str(row.get("engine") or "") == "BLENDER_WORKBENCH"
-    if isinstance(lin, str) and lin and Path(lin).is_file() and not workbench:
-        os.environ.setdefault("OPENCV_IO_ENABLE_OPENEXR", "1")
-        import cv2
-
-        img = cv2.imread(lin, cv2.IMREAD_UNCHANGED)
-        if img is None:
-            raise TruthlineError(f"render {row['render']}: cannot read the linear EXR {lin}")
-        return np.ascontiguousarray(img[..., 2::-1], dtype=np.float32), "exr"
+    if isinstance(lin, str) and lin and not workbench:
+        # numpy's own EXR decoder: the host's OpenCV wheel may lack OpenEXR (5.x does)
+        try:
+            return _isp.read_exr(lin), "exr"
+        except (OSError, ValueError, KeyError) as exc:
+            raise TruthlineError(
+                f"render {row['render']}: cannot read the linear EXR {lin} ({exc}); "
+                "re-render it with `truthline scenes render dori --out STORE` (midnight frames "
+                "keep their EXR; a rerun redoes frames whose images are missing)"
+            ) from None
     rgb = _read_rgb(row["rgb"], row["render"])
     linear = _isp.srgb_decode(rgb.astype(np.float32) / 255.0)
     if str(row["lighting"]) in NIGHT:
@@ -494,6 +514,60 @@ def write_gold(
         "discernibility_model": model.summary() if model else None,
     }
     return write_known_truth(store, project, values, policy)
+
+
+# -- 4b: the paper's questions --------------------------------------------------------------
+PAPER_QUESTIONS = ("presence", "action")
+"""The paper's two questions, prompt variants of ``dori-visibility`` (``benchmark.questions``):
+presence with its §3.3 prompt and a bare ``1``/``0`` (grammar ``digit``), the action with its
+A.2 open prompt and a bare name (grammar ``label``). Its ``action_closed`` (a bare label of
+the declared actions) is truthline's closed form, beyond the paper."""
+
+
+def condition_items(renders: pd.DataFrame) -> pd.DataFrame:
+    """The items a renders table becomes, without images (as :func:`process_render` makes
+    them): a day render gives its ``day`` item, a midnight render ``night`` and
+    ``night-vision``. Counts a grid before anything is rendered."""
+    rows = []
+    for r in renders.to_dict("records"):
+        conds = LABELLED if str(r["lighting"]) in NIGHT else ("day",)
+        rows += [{**r, "condition": c} for c in conds]
+    return pd.DataFrame(rows)
+
+
+def question_pairs(
+    items: pd.DataFrame, project: Any, questions: Sequence[str] = PAPER_QUESTIONS
+) -> pd.DataFrame:
+    """One row per question-answer pair (the module docstring counts the paper grid's): each
+    item is asked each question whose fields have gold on it (:func:`write_gold`: presence
+    on every item, the action where a person is in the scene). Columns: ``key`` (or
+    ``render``), ``condition``, ``question``, ``fields``, ``grammar``."""
+    from truthline.fields import request_grammar
+
+    asked: dict[str, list[str]] = {}
+    for q in questions:
+        fields = project.question_fields(q)
+        if not fields:
+            raise TruthlineError(f"{project.name}: {q!r} is not a declared question")
+        asked[q] = fields
+    grammar = {
+        q: request_grammar({f: project.field_types[f] for f in fs}) for q, fs in asked.items()
+    }
+    rows = []
+    for r in items.to_dict("records"):
+        gold = _truth({**r, "discernible": r.get("discernible", False)})
+        for q, fields in asked.items():
+            if all(f in gold for f in fields):
+                rows.append(
+                    {
+                        "key": r.get("key", r.get("render")),
+                        "condition": r["condition"],
+                        "question": q,
+                        "fields": ",".join(fields),
+                        "grammar": grammar[q],
+                    }
+                )
+    return pd.DataFrame(rows, columns=["key", "condition", "question", "fields", "grammar"])
 
 
 # -- persistence between CLI steps ------------------------------------------------------------

@@ -3,11 +3,12 @@
 Parameters: ``pose`` (an action, or ``absent`` for a person-absent frame from the same
 camera), ``distance_m``, ``azimuth_deg``/``elevation_deg`` (hemisphere camera around the
 subject, azimuth 0 in front of it), ``lighting`` (morning, noon, evening, midnight),
-``scene`` (field, desert, wharf), ``outfit`` (clothing colours; stands in for the paper's
-SMPLitex textures); optional render-time effects beyond the paper: ``shake_deg``
-(hand-shake blur), ``dof`` (the camera's f/1.4, focused at the subject or at ``focus_m``)
-and ``view_transform``. The camera is :data:`truthline.scenes._camera.PAPER_CAMERA` (1080p,
-f = 2.8 mm, f/1.4) aimed at the subject's centre; midnight frames always carry the linear
+``scene`` (field, desert, wharf), ``outfit`` (skin, short-sleeved shirt, trousers, shoes
+and hair colours; stands in for the paper's SMPLitex textures); optional render-time effects
+beyond the paper: ``shake_deg`` (hand-shake blur), ``dof`` (the camera's f/1.4, focused at
+the subject or at ``focus_m``) and ``view_transform``. The camera is
+:data:`truthline.scenes._camera.PAPER_CAMERA` (1080p, f = 2.8 mm, f/1.4) aimed at the
+subject's centre; midnight frames always carry the linear
 EXR (a physically dim frame looks black in 8 bits; the night-vision ISP starts from it).
 
 Ground truth per frame: presence, action, the projected bbox (evaluated vertices) and the
@@ -48,15 +49,17 @@ AIM_HEIGHT_M = 0.875
 """The camera aims here (half a 1.75 m person) whether or not the person is there, so a
 person-absent frame is the same view without the person."""
 
-# (skin, shirt, pants, shoes), linear RGB
+# (skin, shirt, pants, shoes, hair), linear RGB. Shirt and trousers differ at least 2x in
+# luminance or clearly in hue, so the torso reads apart from the legs; forearms and hands are
+# skin (short sleeves) against the shirt; hair caps the head.
 OUTFITS: tuple[tuple[tuple[float, float, float], ...], ...] = (
-    ((0.60, 0.40, 0.30), (0.05, 0.10, 0.35), (0.10, 0.10, 0.12), (0.05, 0.05, 0.05)),
-    ((0.35, 0.20, 0.12), (0.60, 0.05, 0.04), (0.15, 0.18, 0.30), (0.30, 0.30, 0.30)),
-    ((0.80, 0.60, 0.45), (0.70, 0.70, 0.65), (0.25, 0.20, 0.12), (0.10, 0.06, 0.03)),
-    ((0.45, 0.30, 0.20), (0.08, 0.25, 0.08), (0.35, 0.30, 0.22), (0.05, 0.05, 0.05)),
-    ((0.20, 0.12, 0.08), (0.55, 0.45, 0.05), (0.05, 0.05, 0.07), (0.40, 0.40, 0.40)),
-    ((0.70, 0.50, 0.38), (0.02, 0.02, 0.02), (0.02, 0.02, 0.03), (0.02, 0.02, 0.02)),
-)
+    ((0.6, 0.4, 0.3), (0.05, 0.1, 0.35), (0.4, 0.38, 0.33), (0.05, 0.05, 0.05), (0.03, 0.02, 0.01)),
+    ((0.35, 0.2, 0.12), (0.6, 0.05, 0.04), (0.15, 0.18, 0.3), (0.3, 0.3, 0.3), (0.02, 0.02, 0.01)),
+    ((0.8, 0.6, 0.45), (0.7, 0.7, 0.65), (0.25, 0.2, 0.12), (0.1, 0.06, 0.03), (0.35, 0.22, 0.1)),
+    ((0.45, 0.3, 0.2), (0.08, 0.25, 0.08), (0.35, 0.3, 0.2), (0.05, 0.05, 0.05), (0.06, 0.04, 0.0)),
+    ((0.2, 0.12, 0.08), (0.55, 0.45, 0.05), (0.05, 0.05, 0.07), (0.4, 0.4, 0.4), (0.0, 0.0, 0.0)),
+    ((0.7, 0.5, 0.38), (0.02, 0.02, 0.02), (0.1, 0.12, 0.22), (0.02, 0.02, 0.02), (0.45, 0.4, 0.3)),
+)  # fmt: skip
 
 PRESENCE_PROMPT = (
     "Respond only with 1 or 0. Respond with 1 if a person is visible in the image, "
@@ -138,7 +141,7 @@ class DoriPerson(BaseEnvironment):
     """SynDORBench-style human presence / action frames at DORI-calibrated distances."""
 
     name = "dori"
-    version = "3"
+    version = "4"
     grids = GRIDS
     spec: CameraSpec = _camera.PAPER_CAMERA
 
@@ -220,12 +223,13 @@ class DoriPerson(BaseEnvironment):
         _background(ctx, str(params["scene"]), rng)
         handles: dict[str, Any] = {"person": None, "outfit": _outfit(params)}
         if params["pose"] != ABSENT:
-            skin, shirt, pants, shoes = OUTFITS[handles["outfit"]]
+            skin, shirt, pants, shoes, hair = OUTFITS[handles["outfit"]]
             mats = {
                 "skin": ctx.material("skin", skin, 0.5),
                 "shirt": ctx.material("shirt", shirt, 0.8),
                 "pants": ctx.material("pants", pants, 0.8),
                 "shoes": ctx.material("shoes", shoes, 0.4),
+                "hair": ctx.material("hair", hair, 0.6),
             }
             obj, _joints = add_figure(ctx, str(params["pose"]), 1.75, None)
             _assign_parts(obj, str(params["pose"]), mats)
