@@ -77,6 +77,23 @@ def test_prepare_label_propagate_benchmark_tables(store, tmp_path):
     assert t["distances"] == ["5.4", "10.8", "23.0"]
     assert t["by_distance"][0]["avg"]["n"] == 36
     assert "Presence by DORI distance" in out.read_text()
+    # the paper's presence question on its own: a bare 1/0 reply, parsed by its grammar
+    tl("benchmark", "run", "--project", "dori-visibility", "--model", "simulated-dori:strong",
+       "--variant", "presence", "--json")  # fmt: skip
+    from sqlalchemy import select
+
+    from truthline.store import Store, tables
+
+    r = tables.responses
+    with Store(f"sqlite:///{ws / 'truthline.db'}").begin() as conn:
+        rows = conn.execute(
+            select(r.c.raw_response, r.c.status, r.c.parsed).where(
+                r.c.project == "dori-visibility", r.c.purpose == "benchmark"
+            )
+        ).all()
+    bare = [x for x in rows if x.parsed is not None and set(x.parsed) == {"present"}]
+    assert len(rows) == 72 and len(bare) == 36  # the JSON run's 36 and the question's 36
+    assert {x.raw_response for x in bare} <= {"0", "1"} and {x.status for x in bare} == {"parsed"}
 
 
 def test_prepare_names_a_store_without_frames(tmp_path):
