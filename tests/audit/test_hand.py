@@ -234,8 +234,9 @@ def test_override_rates_edit_depth_correct_labels(hand):
 def test_residual_risk_is_a_true_upper_bound_on_items(hand):
     """Items 1-7 are the expert-reviewed anchored items; items 2 and 7 carry a harmful
     anchor (action), so 2 of 7 items; items 8 and 9 were finalized without review. The
-    bound is the per-item rate's upper confidence limit x 2 items, never the per-decision
-    rate (2 of 21) x items, which counts neither items nor a bound."""
+    bound is the 95th percentile of BetaBinomial(N, k + 1/2, n - k + 1/2) (the rate's
+    uncertainty and the 2 unreviewed items' own spread), never the per-decision rate
+    (2 of 21) x items, which counts neither items nor a bound."""
     from statsmodels.stats.proportion import proportion_confint
 
     store, project, _ = hand
@@ -243,7 +244,10 @@ def test_residual_risk_is_a_true_upper_bound_on_items(hand):
     assert (rr["reviewed_items"], rr["reviewed_items_with_harmful_anchor"]) == (7, 2)
     assert _p(rr["item_harmful_rate"]) == pytest.approx(2 / 7)
     assert rr["expected_items"] == pytest.approx(2 * 2 / 7)
-    assert rr["upper_bound_items"] == pytest.approx(2 * rr["item_harmful_rate"]["high"])
+    from scipy.stats import betabinom
+
+    # the 95th percentile of BetaBinomial(N = 2, k + 1/2, n - k + 1/2): a whole count
+    assert rr["upper_bound_items"] == int(betabinom.ppf(0.95, 2, 2.5, 5.5)) == 2
     wilson_high = proportion_confint(2, 7, method="wilson")[1]
     assert rr["upper_bound_items"] >= 2 * wilson_high - 1e-9
     assert rr["upper_bound_items"] > 2 * 2 / 21 * 4  # the old figure was far below

@@ -257,7 +257,9 @@ def finalize_cmd(
         console.print(f"[green]gold snapshot[/] {res.hash}")
         console.print(
             f"{c['values']} values over {c['items']} items; by provenance "
-            f"{c['by_provenance']}; pending {c['pending']}; dropped {c['dropped_items']}"
+            f"{c['by_provenance']}; pending {c['pending']}; dropped {c['dropped_items']}; "
+            f"unusable clips left out {c.get('unusable_items', 0)} "
+            f"{c.get('unusable_by_reason') or ''}"
         )
 
     emit(data, as_json, render)

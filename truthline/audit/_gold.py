@@ -5,6 +5,8 @@ the consensus of blind-arm annotators; the anchored-arm value, labelled ``anchor
 (VLM-sourced: the annotator retained the prefill) or ``anchored_corrected``. Annotators
 that were excluded are dropped; items left with no retained label are re-queued with the
 exclusion's reason. Disagreements go to an adjudication queue — never to a coin flip.
+Clips an annotator flagged, abandoned (every task skipped or cancelled) or whose annotation
+failed schema validation get no gold (SteelBench §4) and are counted by reason.
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ from typing import Any, Literal
 
 from sqlalchemy import select
 
-from truthline.audit._data import REVIEW_ARMS, AuditData, leaf_of
-from truthline.errors import TruthlineError
+from truthline.audit._data import REVIEW_ARMS, Annotation, AuditData, leaf_of
+from truthline.errors import FieldValueError, TruthlineError
 from truthline.fields import EntityList
 from truthline.store import Store, now, resolve_snapshot, tables
 from truthline.vocab import Arm, Provenance, Slice
@@ -90,6 +92,18 @@ class GoldResult:
     policy: GoldPolicy
     hash: str = ""
     dropped: dict[int, str] = field(default_factory=dict)
+    unusable: dict[int, str] = field(default_factory=dict)
+    """Item -> reason (``UNUSABLE``) of the clips left out of gold before any decision: an
+    annotator flagged it, its annotation failed schema validation, or it was abandoned.
+    Their annotations stay in the store; a later finalize takes them back if the cause is
+    gone (a withdrawal would outlive it)."""
+
+    def unusable_by_reason(self) -> dict[str, int]:
+        """Reason -> clips, in ``UNUSABLE`` order, every reason named (0 when none)."""
+        n = {r: 0 for r in UNUSABLE}
+        for reason in self.unusable.values():
+            n[reason] += 1
+        return n
 
     def counts(self) -> dict[str, Any]:
         prov: dict[str, int] = defaultdict(int)
@@ -104,6 +118,8 @@ class GoldResult:
             "by_provenance": dict(sorted(prov.items())),
             "pending": dict(sorted(kinds.items())),
             "dropped_items": len(self.dropped),
+            "unusable_items": len(self.unusable),
+            "unusable_by_reason": self.unusable_by_reason(),
         }
 
     def as_dict(self) -> dict[str, Any]:
@@ -141,12 +157,65 @@ def _field(data: AuditData, leaf: str) -> Any:
     return ft
 
 
+UNUSABLE: tuple[str, ...] = ("flagged", "schema_invalid", "abandoned")
+"""Why a clip is left out of gold (SteelBench §4: "Clips flagged, abandoned, or that failed
+schema validation are excluded"), in precedence order: one reason per clip."""
+
+
+def _cancelled(a: Annotation) -> bool:
+    """A skipped / cancelled task (Label Studio ``was_cancelled``): fields skipped, none
+    answered."""
+    return bool(a.skipped) and all(v is None for v in a.values.values())
+
+
+def _schema_invalid(data: AuditData, a: Annotation) -> bool:
+    """A submitted annotation the project's schema rejects: nothing could be read (stored
+    without values, nothing skipped), a value its field type refuses, or a required
+    field left empty."""
+    if not a.skipped and all(v is None for v in a.values.values()):
+        return True
+    for path, v in a.values.items():
+        ft = _field(data, leaf_of(path))
+        if v is None or isinstance(ft, EntityList):
+            continue
+        try:
+            ft.normalize(v)
+        except (FieldValueError, TypeError, ValueError):
+            return True
+    return any(
+        ft.spec.required and name not in a.skipped and a.values.get(name) is None
+        for name, ft in data.project.field_types.items()
+    )
+
+
+def unusable_items(data: AuditData, excluded: dict[str, str] | set[str]) -> dict[int, str]:
+    """Item -> reason (``UNUSABLE``) over the retained annotators' tier-1 annotations: any
+    flagged it; any submitted one fails schema validation; none completed it (every one
+    skipped or cancelled). Excluded annotators' annotations do not count either way."""
+    per: dict[int, list[Annotation]] = defaultdict(list)
+    for a in data.annotations:
+        if a.tier == 1 and a.arm not in REVIEW_ARMS and a.annotator not in excluded:
+            per[a.item].append(a)
+    out: dict[int, str] = {}
+    for item, anns in per.items():
+        done = [a for a in anns if not _cancelled(a)]
+        if any(a.flagged for a in anns):
+            out[item] = "flagged"
+        elif any(_schema_invalid(data, a) for a in done):
+            out[item] = "schema_invalid"
+        elif not done:
+            out[item] = "abandoned"
+    return out
+
+
 def decide(
     data: AuditData, excluded: dict[str, str], policy: GoldPolicy | None = None
 ) -> GoldResult:
-    """Resolve every item's decisions into gold values with provenance (no writes)."""
+    """Resolve every item's decisions into gold values with provenance (no writes); the
+    unusable clips (``unusable_items``) get none and are counted by reason."""
     policy = policy or GoldPolicy()
     paths_ok = _gold_paths(data)
+    unusable = unusable_items(data, excluded)
     by_item: dict[int, list] = defaultdict(list)
     excluded_on: dict[int, list[str]] = defaultdict(list)
     for a in data.annotations:
@@ -167,6 +236,8 @@ def decide(
         return tuples.setdefault(t, t)
 
     for item in data.item_ids:
+        if item in unusable:
+            continue
         e = data.expert.get(item, {})
         adj = data.adjudicated.get(item, {})
         anns = by_item.get(item, [])
@@ -220,7 +291,7 @@ def decide(
                 )
             else:
                 values.append(GoldValue(item, path, first, "anchored_corrected", names, arm))
-    res = GoldResult(values, pending, policy, dropped=dropped)
+    res = GoldResult(values, pending, policy, dropped=dropped, unusable=unusable)
     res.hash = _gold_hash(data, policy, values)
     return res
 

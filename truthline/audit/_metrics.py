@@ -345,13 +345,55 @@ def safety(c: Ctx) -> dict[str, Any]:
     return out
 
 
+RESIDUAL_LEVEL = 0.95
+RESIDUAL_BOUND = (
+    "one-sided 95% upper prediction bound on the unreviewed items carrying >= 1 harmful "
+    "anchor: the 95th percentile of BetaBinomial(N, k + 1/2, n_eff - k + 1/2), counting the "
+    "per-item rate's uncertainty and the unreviewed items' binomial spread (METRICS.md §3); "
+    "it assumes the reviewed items are a random share of the anchored items"
+)
+
+
+def residual_bound(k: float, n_eff: float, unreviewed: int, level: float = RESIDUAL_LEVEL) -> int:
+    """Upper prediction bound for X ~ Binomial(N, q) from k of n_eff reviewed items: the
+    ``level`` quantile of BetaBinomial(N, k + ½, n_eff − k + ½) (the Jeffreys posterior of q
+    mixed over X's own spread). A confidence limit of q times N leaves the spread out and,
+    with few unreviewed items, covers X far less often than its level (issue 24: 75 %)."""
+    from scipy import stats as sps  # lazy: scipy.stats costs ~1 s of CLI start-up
+
+    if unreviewed <= 0:
+        return 0
+    if n_eff <= 0:
+        return int(unreviewed)  # nothing reviewed: any of them may carry one
+    k = min(max(float(k), 0.0), float(n_eff))
+    return int(sps.betabinom.ppf(level, int(unreviewed), k + 0.5, n_eff - k + 0.5))
+
+
+def design_effect(hits: np.ndarray, clusters: np.ndarray) -> float:
+    """Cluster design effect (>= 1) of a share of 0/1 items: the ratio-estimator variance
+    over clusters against simple random sampling, as ``stats.proportion_ci`` computes it."""
+    n = len(hits)
+    labels, codes = np.unique(clusters, return_inverse=True)
+    g = len(labels)
+    if n == 0 or g < 2 or g == n:
+        return 1.0
+    p = float(hits.sum()) / n
+    var_srs = p * (1 - p) / n
+    if var_srs <= 0:
+        return 1.0
+    yg = np.bincount(codes, weights=hits, minlength=g)
+    mg = np.bincount(codes, minlength=g).astype(float)
+    var_ratio = g / (g - 1) * float(((yg - p * mg) ** 2).sum()) / n**2
+    return max(1.0, var_ratio / var_srs)
+
+
 def residual_risk(c: Ctx, harmful: Est) -> dict[str, Any]:
     """Items finalized without expert review that carry at least one uncorrected harmful
-    anchor: the per-item rate among expert-reviewed anchored items (share of items with
-    >= 1 harmful anchor) times the unreviewed items, with a true 95% upper bound from that
-    rate's upper confidence limit (Wilson at least, cluster-adjusted). The per-decision
-    harmful anchoring rate is kept for context: multiplying it by an item count is
-    neither a count of items nor a bound."""
+    anchor: the per-item rate q among expert-reviewed anchored items (share of items with
+    >= 1 harmful anchor) times the N unreviewed items, and a predictive upper bound on that
+    count (``residual_bound``, n_eff = n / deff over the items' clusters). The per-decision
+    harmful anchoring rate is kept for context: multiplying it by an item count is neither
+    a count of items nor a bound."""
     items = {
         a.item
         for a in c.data.annotations
@@ -366,7 +408,10 @@ def residual_risk(c: Ctx, harmful: Est) -> dict[str, Any]:
     with_harm = (np.bincount(d["unit"][hit], minlength=size) > 0).astype(float)
     item_rate = c.boot.ratio(with_harm, reviewed, share=True)
     ci = c.boot.ci(item_rate)
-    upper = ci.high * n if np.isfinite(ci.high) else float("nan")
+    rev = np.flatnonzero(reviewed)
+    deff = design_effect(with_harm[rev], c.boot.cluster_of[rev]) if c.boot.clustered else 1.0
+    n_eff = len(rev) / deff
+    k = float(with_harm[rev].sum()) / deff
     return {
         "items_without_review": n,
         "harmful_anchoring_rate": harmful,
@@ -374,8 +419,10 @@ def residual_risk(c: Ctx, harmful: Est) -> dict[str, Any]:
         "reviewed_items_with_harmful_anchor": int(with_harm.sum()),
         "item_harmful_rate": ci,
         "expected_items": item_rate.point * n,
-        "upper_bound_items": upper,
-        "bound": "95% upper confidence limit of the per-item rate x items without review",
+        "upper_bound_items": residual_bound(k, n_eff, n) if len(rev) else float("nan"),
+        "design_effect": deff,
+        "effective_reviewed_items": n_eff,
+        "bound": RESIDUAL_BOUND,
     }
 
 

@@ -290,9 +290,16 @@ def _residual(rr: dict[str, Any]) -> Section:
                 f"(per-item rate {_pct(rr['item_harmful_rate'])}), so an estimated "
                 f"{rr['expected_items']:.1f} of the unreviewed items carry at least one "
                 "uncorrected harmful anchor, and at most "
-                + ("–" if ub is None else f"{ub:.1f}")
-                + " at 95% confidence (the per-item rate's upper confidence limit × the items "
-                "without review; worst case: no self-correction). For context, the "
+                + ("–" if ub is None or ub != ub else f"{ub:.0f}")
+                + " (one-sided 95% upper prediction bound: BetaBinomial over the per-item "
+                "rate's uncertainty and the unreviewed items' own spread"
+                + (
+                    f", design effect {rr['design_effect']:.2f}"
+                    if (rr.get("design_effect") or 1.0) > 1
+                    else ""
+                )
+                + "; it assumes the reviewed items are a random share of the anchored items; "
+                "worst case: no self-correction). For context, the "
                 f"per-decision harmful anchoring rate is {_pct(rr['harmful_anchoring_rate'])}."
             ),
             Paragraph(design_note((rr,))),
@@ -479,6 +486,8 @@ def audit_report(r: dict[str, Any]) -> Report:
                 Paragraph(
                     f"Finalizing now would give {gp['values']} gold values over {gp['items']} "
                     f"items (by provenance {gp['by_provenance']}), {gp['pending']} pending; "
+                    f"{gp.get('unusable_items', 0)} clips left out as unusable (flagged, "
+                    f"schema-invalid, abandoned: {gp.get('unusable_by_reason') or {}}); "
                     f"snapshot `{gp['hash'][:12]}`."
                 )
             ],

@@ -124,7 +124,8 @@ _ENTRIES: list[tuple[str, str, str]] = [
         "residual risk",
         "Items finalized without expert review expected to "
         "carry an uncorrected harmful anchor: per-item harmful rate × unreviewed items, with "
-        "the upper confidence limit as a bound.",
+        "a one-sided 95% upper prediction bound (BetaBinomial: the rate's uncertainty and the "
+        "unreviewed items' own spread).",
     ),
     (
         "provenance_gradient",

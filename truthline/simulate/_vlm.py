@@ -3,9 +3,12 @@
 A simulated model reads ``items.sim_truth`` (project field names, see
 ``truthline.simulate._scene.truth_of``) and answers every declared field with the errors
 its profile declares: per-field error rates, a "defaults to B1 when unsure" bias,
-over-flagging of safety fields, weak spatial context. The same ``(profile, key)`` always
-gives the same answer, so reruns and caches are stable. Nothing here is a real model:
-every answer carries ``simulated = True`` where it is stored.
+over-flagging of safety fields, weak spatial context; and, for a SIMULATED model family,
+a declared share of another profile's errors (``shares_errors_with``, ``share``: the
+benchmark models repeat the prefill VLM's wrong answers, as VLMs trained alike do).
+The same ``(profile, key)`` always gives the same answer, so reruns and caches are
+stable. Nothing here is a real model: every answer carries ``simulated = True`` where it
+is stored.
 
 A new profile is one decorated function::
 
@@ -63,6 +66,15 @@ class SimProfile:
     SIMULATED model): models err on the same hard items and in the same way, as real VLMs
     do (SteelBench's B1 magnet). This correlation is what lets anchored gold, which keeps
     the prefill's errors, inflate other models' scores."""
+    shares_errors_with: str | None = None
+    """A SIMULATED model family: the profile (e.g. the prefill VLM ``steel-v1``) whose error
+    tendencies this model shares. Shared draws alone make models err on the same items but
+    often with a *different* wrong answer, and a model that is right where the prefill was
+    wrong is marked wrong on gold that kept the prefill; real VLMs err alike (SteelBench's
+    B1 magnet), which is what lets anchored gold flatter every model (+6.6 pp, all 9)."""
+    share: float = 0.0
+    """P(this model gives the partner's wrong answer | the partner errs on the decision),
+    by a coin seeded per item and decision (the same for every model of the family)."""
 
     def error_rate(self, path: str) -> float:
         return self.field_error.get(path, self.default_error)
@@ -110,10 +122,18 @@ def _steel_v1() -> SimProfile:
     )
 
 
+FAMILY_SHARE = 0.8
+"""Declared share of the prefill VLM's errors the SIMULATED benchmark models repeat: on
+80 % of the decisions where ``steel-v1`` errs (in its shared-stream answer), they give its
+wrong answer. SteelBench's models all gain on VLM-influenced gold (+6.6 pp, 9 of 9, not
+only the prefill's own family), so every SIMULATED benchmark model declares the share."""
+
+
 @simulated_profile("steel-strong")
 def _steel_strong() -> SimProfile:
     return SimProfile(
-        description="SIMULATED strong benchmark model",
+        description="SIMULATED strong benchmark model (errs like the prefill VLM steel-v1: "
+        "one model family)",
         default_error=0.05,
         field_error={
             "workers.action": 0.12,
@@ -127,13 +147,16 @@ def _steel_strong() -> SimProfile:
         false_alarm=0.05,
         miss=0.04,
         miss_entity=0.01,
+        shares_errors_with="steel-v1",
+        share=FAMILY_SHARE,
     )
 
 
 @simulated_profile("steel-weak")
 def _steel_weak() -> SimProfile:
     return SimProfile(
-        description="SIMULATED weak benchmark model (some unparseable answers)",
+        description="SIMULATED weak benchmark model (some unparseable answers; "
+        "errs like the prefill VLM steel-v1: one model family)",
         default_error=0.25,
         field_error={
             "workers.action": 0.5,
@@ -148,6 +171,8 @@ def _steel_weak() -> SimProfile:
         miss=0.3,
         miss_entity=0.08,
         format_failure=0.03,
+        shares_errors_with="steel-v1",
+        share=FAMILY_SHARE,
     )
 
 
@@ -234,6 +259,8 @@ class _Sim:
         self.entity = ""
         self.errors = 0
         self.decisions = 0
+        family = prof.shares_errors_with
+        self.partner = get_profile(family) if family and prof.share > 0 else None
 
     def hit(self, rate: float) -> bool:
         return self.rng.random() < rate
@@ -245,7 +272,6 @@ class _Sim:
         self.rng = seeded_rng("shared", self.item_key, self.entity, path) if shared else self.own
 
     def value(self, ft: FieldType, truth: Any, known: bool) -> Any:
-        leaf = _leaf(ft.path)
         if isinstance(ft, EntityList):
             return self.entities(ft, truth if isinstance(truth, list) else [])
         if isinstance(ft, Text):
@@ -254,6 +280,36 @@ class _Sim:
             return truth if known else None
         self.decisions += 1
         self.stream(ft.path)
+        own = self.decide(ft, truth, known)
+        return self.family_error(ft, truth, known, own)
+
+    def family_error(self, ft: FieldType, truth: Any, known: bool, own: Any) -> Any:
+        """The partner's wrong answer instead of ``own`` on a ``share`` of the decisions
+        where the partner errs (SIMULATED models of one family err alike)."""
+        if self.partner is None or not known:
+            return own
+        family = str(self.p.shares_errors_with)
+        coin = seeded_rng("family", family, self.item_key, self.entity, ft.path).random()
+        if coin >= self.p.share:
+            return own
+        theirs = self.tendency(ft, truth)
+        if _same(ft, theirs, truth):
+            return own
+        self.errors += _same(ft, own, truth)
+        return theirs
+
+    def tendency(self, ft: FieldType, truth: Any) -> Any:
+        """The partner's answer on this decision from the item's shared stream: what the
+        partner answers whenever it draws from that stream (``shared_errors`` of the time)."""
+        assert self.partner is not None
+        twin = _Sim(self.partner, seeded_rng("shared", self.item_key, self.entity, ft.path))
+        twin.partner = None
+        twin.entity = self.entity
+        return twin.decide(ft, truth, True)
+
+    def decide(self, ft: FieldType, truth: Any, known: bool) -> Any:
+        """One decision from the current stream, with this profile's own error rates."""
+        leaf = _leaf(ft.path)
         if isinstance(ft, Boolean):
             if not known:
                 return self.hit(self.p.false_alarm) if ft.spec.safety else False
@@ -344,6 +400,14 @@ class _Sim:
         if self.errors == 0:
             return self.rng.choice(["high", "high", "high", "medium"])
         return self.rng.choice(["high", "medium", "medium", "low"])
+
+
+def _same(ft: FieldType, a: Any, b: Any) -> bool:
+    """Whether two raw answers agree once normalized (a malformed one agrees with nothing)."""
+    try:
+        return ft.agree(ft.normalize(a), ft.normalize(b))
+    except Exception:
+        return False
 
 
 def item_identity(key: str) -> str:

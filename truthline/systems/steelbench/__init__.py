@@ -14,7 +14,11 @@ Public API (imported on first use):
 
 Plugs into the loop (``truthline.metrics`` entry points in pyproject.toml): the metrics
 ``safety_recall``, ``false_alarm_share``, ``crg``, ``dwa`` and ``drs`` (``drs`` declares
-``needs``, so the loop computes the metrics it reads first).
+``needs``, so the loop computes the metrics it reads first), and ``_tables``: the appendix
+analyses (per-zone accuracy and the zone-ranking Spearman, the domain table, accuracy by
+worker count with its slope, safety error directions, the DRS threshold sensitivity,
+Cramér's V of camera and visibility, the human reference and each model's gap to it) as
+report sections (entry point ``truthline.report_sections``).
 """
 
 from __future__ import annotations
