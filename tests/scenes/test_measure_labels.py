@@ -171,6 +171,14 @@ def test_render_sanity_passes_the_sound_frame_and_flags_a_missing_texture(frames
     broken = rgb.copy()
     broken[mask] = np.median(rgb[mask], axis=0).astype(np.uint8)  # the board untextured
     assert any("texture does not show" in s for s in env.sanity(rec.gt, broken))
+    # glare is a camera condition the scorer rejects, not a render defect: the same sound
+    # render with the strongest glare the sampler draws is not withdrawn
+    from truthline.systems.realitybench._sanity import withdrawal_reason
+
+    glared = {**rec.gt, "post_effects": {**rec.gt["post_effects"], "haze": 0.8, "exposure": 0.15}}
+    delivered = env.post(glared, rgb)
+    assert float(delivered.std()) < 0.1  # the delivered frame is washed out
+    assert withdrawal_reason(env, glared, delivered, mask, rgb) == ""
 
 
 def _peak_from(ground: np.ndarray, rec) -> tuple[float, float]:

@@ -290,7 +290,7 @@ def frame_table(store: Any, records: Iterable[Any], out_dir: Path | str) -> pd.D
                 rec.gt,
                 env.questions(rec.gt, acc),
                 str(path),
-                withdrawal_reason(env, rec.gt, img, mask),
+                withdrawal_reason(env, rec.gt, img, mask, rgb),
                 str(rec.params.get("stratum", "random")),
                 _context(env, rec.gt),
             )

@@ -69,11 +69,15 @@ def render_problems(
     return out
 
 
-def withdrawal_reason(env: Any, gt: Mapping[str, Any], image: Any, mask: Any = None) -> str:
-    """The reason a frame is withdrawn ('' when it passes): the generic checks, then the
-    environment's own ``sanity(gt, image)`` when it has one."""
+def withdrawal_reason(
+    env: Any, gt: Mapping[str, Any], image: Any, mask: Any = None, render: Any = None
+) -> str:
+    """The reason a frame is withdrawn ('' when it passes): the generic checks on the
+    delivered ``image``, then the environment's own ``sanity(gt, render)`` when it has one;
+    ``render`` is the stored render before post effects (the environments apply those
+    themselves where they matter), ``image`` when not given."""
     problems = render_problems(gt, np.asarray(image), mask)
     own = getattr(env, "sanity", None)
     if callable(own):
-        problems += [str(p) for p in own(gt, image)]
+        problems += [str(p) for p in own(gt, image if render is None else render)]
     return "; ".join(problems)

@@ -177,11 +177,12 @@ class LabelEnv(PlanarEnv):
         }
 
     def sanity(self, gt: Mapping[str, Any], image: Any) -> list[str]:
-        """Render sanity problems of a rendered frame (see :func:`text_sanity`); the post
-        effects of the GT are applied first, as the scorer sees the frame. The texture is
-        redrawn from ``gt["scene"]`` (the scene params the GT carries)."""
+        """Render sanity problems of a rendered frame (see :func:`text_sanity`), on the render
+        as it came out: post effects (glare, under-exposure, noise) are deliberate camera
+        conditions the scorer rejects, not render defects. The texture is redrawn from
+        ``gt["scene"]`` (the scene params the GT carries)."""
         tex = self.texture({"scene": gt["scene"]})
-        return text_sanity(gt, self.post(gt, image), tex, self.tex_px)
+        return text_sanity(gt, np.asarray(image), tex, self.tex_px)
 
 
 def extra_term(value: float | None, threshold: float, op: str, gray: float = 0.1) -> dict[str, Any]:
