@@ -161,3 +161,19 @@ def test_items_without_a_parent_are_their_own_clusters(run, tmp_path):
     assert out["results"][0]["scheme"] == "item+stratified" and out["design"]["cluster"] is None
     assert out["design"]["strata"] == ["site", "visibility"]  # no cluster to vary within
     assert "declares cluster 'video' but no item has a parent" in out["design"]["cluster_from"]
+
+
+def test_loo_uses_the_declared_cluster_too(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRUTHLINE_WORKSPACE", str(tmp_path / "ws"))
+    _seed(Workspace.from_env(tmp_path / "ws"), tmp_path)
+    base = ["stats", "loo", "--project", "clips", "--field", "scene", "--resamples", "400"]
+    res = CliRunner().invoke(app, [*base, "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["design"]["cluster"] == "parent" and out["design"]["strata"] == []
+    plain = json.loads(CliRunner().invoke(app, [*base, "--cluster", "none", "--json"]).output)
+    assert plain["design"]["cluster_from"] == "--cluster none"
+    a, b = out["raters"][0], plain["raters"][0]
+    assert a["scheme"] == "cluster" and a["clusters"] == VIDEOS and b["scheme"] == "item"
+    assert a["point"] == pytest.approx(b["point"]) and _width(a) > 1.3 * _width(b)
+    assert "design: clusters = items' parent" in CliRunner().invoke(app, base).output

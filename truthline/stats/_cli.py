@@ -500,21 +500,30 @@ def loo_cmd(
     tier: TierOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Each rater against the majority of the other raters (ties excluded), with CI."""
+    """Each rater against the majority of the other raters (ties excluded), with CI (store
+    mode: clustered by the project's declared cluster unless --cluster overrides it)."""
+    store_mode = file is None
     r, _, what = _source(
         ctx,
         file,
         fmt,
         unit_col=unit_col,
         raters=raters,
-        cluster=cluster,
+        cluster=None if store_mode else cluster,
         project=project,
         field=field,
         arm=arm,
         tier=tier,
     )
+    used = (
+        _declared_design(ctx, project, r, cluster, "none", CIMethod.bootstrap)
+        if store_mode
+        else None
+    )
     rows = leave_one_out(r, min_others=min_others, resamples=resamples, seed=seed)
-    data = {"source": what, "raters": [x.as_dict() for x in rows]}
+    data: dict[str, Any] = {"source": what, "raters": [x.as_dict() for x in rows]}
+    if used is not None:
+        data["design"] = used.as_dict()
 
     def render() -> None:
         t = Table(
@@ -534,6 +543,8 @@ def loo_cmd(
                 str(x.ties_excluded),
             )
         console.print(t)
+        if used is not None:
+            console.print(used.words())
         _warn(x.agreement for x in rows)
 
     emit(data, as_json, render)
