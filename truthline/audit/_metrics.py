@@ -349,7 +349,7 @@ RESIDUAL_LEVEL = 0.95
 RESIDUAL_BOUND = (
     "one-sided 95% upper prediction bound on the unreviewed items carrying >= 1 harmful "
     "anchor: the 95th percentile of BetaBinomial(N, k + 1/2, n_eff - k + 1/2), counting the "
-    "per-item rate's uncertainty and the unreviewed items' binomial spread (METRICS.md §3); "
+    "per-item rate's uncertainty and the unreviewed items' binomial spread; "
     "it assumes the reviewed items are a random share of the anchored items"
 )
 
