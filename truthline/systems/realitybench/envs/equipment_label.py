@@ -13,12 +13,11 @@ texture pixels, the nameplate's pixel polygon; the feature is the value characte
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from truthline.scenes._textures import PLATE_DIGITS, Texture, label_texture, serial_string
+from truthline.scenes._textures import PLATE_DIGITS, serial_string
 from truthline.scenes._types import register_environment
 from truthline.systems.realitybench.envs._common import (
     Box,
@@ -32,11 +31,6 @@ from truthline.systems.realitybench.envs.label_board import LabelEnv
 FIELDS = {"MODEL": "equipment_model", "S/N": "serial_number"}
 INVERTER = Box((0.0, -0.03, 1.3), (0.2, 0.04, 0.3))
 """The inverter's body; its front face is at y = -0.07 (the nameplate sits 2 mm proud)."""
-
-
-@lru_cache(maxsize=64)
-def _label(rows: tuple[tuple[str, str], ...], title: str) -> Texture:
-    return label_texture(list(rows), title, EquipmentLabel.tex_px)
 
 
 @register_environment
@@ -53,19 +47,6 @@ class EquipmentLabel(LabelEnv):
     def scene_params(self, rng: np.random.Generator, bad: Sequence[str]) -> dict[str, Any]:
         model = "SE" + serial_string(rng, 4, PLATE_DIGITS) + "H"
         return {"title": "INVERTER", "rows": [["MODEL", model], ["S/N", serial_string(rng, 10)]]}
-
-    def texture(self, params: Mapping[str, Any]) -> Texture:
-        s = params["scene"]
-        return _label(tuple((str(k), str(v)) for k, v in s["rows"]), str(s["title"]))
-
-    def env_gt(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        s = params["scene"]
-        return {
-            "scene": dict(s),
-            "title": s["title"],
-            "rows": {k: v for k, v in s["rows"]},
-            "texture": self.texture_gt(params),
-        }
 
     def build_scene(self, ctx: Any, params: Mapping[str, Any], tex_path: str) -> dict[str, Any]:
         grey = bpy_material("inverter", (0.72, 0.73, 0.75), rough=0.4)

@@ -11,13 +11,14 @@ rows as drawn. The feature that must resolve is the height of the smallest value
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from truthline.scenes._accept import Thresholds
 from truthline.scenes._camera import f_px
-from truthline.scenes._textures import Texture, load_font
+from truthline.scenes._textures import Texture, label_texture, load_font
 from truthline.scenes._types import Acceptability
 from truthline.systems.realitybench.envs._common import PlanarEnv, Plane, phone, plane
 
@@ -116,6 +117,13 @@ def text_sanity(
     return problems
 
 
+@lru_cache(maxsize=128)
+def row_label(rows: tuple[tuple[str, str], ...], title: str, size: tuple[int, int]) -> Texture:
+    """A titled board of (key, value) rows at ``size`` pixels (cached: a frame's texture is
+    drawn for its GT, its proxy and its sanity check)."""
+    return label_texture(list(rows), title, size)
+
+
 class LabelEnv(PlanarEnv):
     """A board of ``size_m`` (width, height) at ``centre`` facing ``normal`` with in-plane
     right axis ``right``, textured with ``tex_px`` pixels; the feature is the height of its
@@ -139,6 +147,21 @@ class LabelEnv(PlanarEnv):
         min_size_frac=0.05,
         min_sharpness=0.085,
     )
+
+    def texture(self, params: Mapping[str, Any]) -> Texture:
+        """The board of the scene's ``title`` and ``rows`` (the breaker directory draws its own)."""
+        s = params["scene"]
+        rows = tuple((str(k), str(v)) for k, v in s["rows"])
+        return row_label(rows, str(s["title"]), tuple(self.tex_px))
+
+    def env_gt(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        s = params["scene"]
+        return {
+            "scene": dict(s),
+            "title": s["title"],
+            "rows": {k: v for k, v in s["rows"]},
+            "texture": self.texture_gt(params),
+        }
 
     def value_inks(self, params: Mapping[str, Any]) -> list[dict[str, Any]]:
         """The ink boxes of the strings that must be read (their smallest is the feature)."""

@@ -27,8 +27,6 @@ from truthline.scenes._accept import clip_to_frame, polygon_area
 from truthline.scenes._camera import project
 from truthline.scenes._textures import (
     PLATE_DIGITS,
-    Texture,
-    label_texture,
     serial_string,
     vin_string,
 )
@@ -49,11 +47,6 @@ FIELDS = {"RO": "ro_number", "VIN": "vin"}
 MIN_CAR_SHARE = 0.08
 """The car must cover at least this share of the frame (it is in the photo, recognisably)."""
 STYLES = ("sedan", "hatchback", "suv", "pickup")
-
-
-@lru_cache(maxsize=64)
-def _label(rows: tuple[tuple[str, str], ...], title: str) -> Texture:
-    return label_texture(list(rows), title, RoBoard.tex_px)
 
 
 BOARD_X = max(b.width for b in BODIES.values()) / 2 + 0.35
@@ -112,19 +105,8 @@ class RoBoard(LabelEnv):
             "colour": [round(u(rng, 0.05, 0.8), 3) for _ in range(3)],
         }
 
-    def texture(self, params: Mapping[str, Any]) -> Texture:
-        s = params["scene"]
-        return _label(tuple((str(k), str(v)) for k, v in s["rows"]), str(s["title"]))
-
     def env_gt(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        s = params["scene"]
-        return {
-            "scene": dict(s),
-            "title": s["title"],
-            "rows": {k: v for k, v in s["rows"]},
-            "body_style": s["body"],
-            "texture": self.texture_gt(params),
-        }
+        return {**super().env_gt(params), "body_style": params["scene"]["body"]}
 
     def host_gt(
         self, params: Mapping[str, Any], res: Sequence[int] | None = None
