@@ -191,7 +191,7 @@ class PhotoImport:
         return {**asdict(self), "items": len(self.keys)}
 
 
-def _latest_rows(store: Any, project: str) -> list[tuple[int, str, Any, str]]:
+def latest_gold_rows(store: Any, project: str) -> list[tuple[int, str, Any, str]]:
     """Every gold row of the project's latest snapshot (none when it has no gold)."""
     from sqlalchemy import select
 
@@ -268,7 +268,7 @@ def import_photos(
     prefix = f"{REAL}/{q.name}/"
     # this question's photos are replaced as a whole: one dropped from the CSV loses its gold
     stale = {i for k, i in ids.items() if k.startswith(prefix)}
-    kept = [row for row in _latest_rows(ws.store, name) if row[0] not in stale]
+    kept = [row for row in latest_gold_rows(ws.store, name) if row[0] not in stale]
     values = kept + [(ids[r.key], q.field, r.answer, PHOTO_PROVENANCE) for r in rows]
     snap = write_known_truth(ws.store, name, values, dict(GOLD_POLICY))
     return PhotoImport(

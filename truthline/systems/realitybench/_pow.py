@@ -847,12 +847,12 @@ def write_gold(store: Any, project: Any, frames: pd.DataFrame) -> str:
     gray = int(sum(_truthy(g) for g in frames.get("gray", pd.Series(dtype=bool))))
     if gray:  # only then: snapshots of frame sets without gray frames keep their hash
         policy["gray"] = f"{gray} gray-zone frame(s) have no acceptability verdict (section 4)"
-    from truthline.systems.realitybench._photos import PHOTO_PROVENANCE, _latest_rows
+    from truthline.systems.realitybench._photos import PHOTO_PROVENANCE, latest_gold_rows
 
     framed = {ids[r["key"]] for r in frames.to_dict("records")}
     photos = [
         row
-        for row in _latest_rows(store, project.name)
+        for row in latest_gold_rows(store, project.name)
         if row[3] == PHOTO_PROVENANCE and row[0] not in framed
     ]
     if photos:  # real photos imported with `pow photos import` keep their gold
