@@ -121,6 +121,11 @@ def test_benchmark_reports_export_and_reload(demo_run, tmp_path):
     for m in bench["compare_gold"]["models"]:
         if m["model"].startswith("simulated:"):
             assert m["vlm-sourced"]["point"] > m["blind"]["point"], m
+    # the paper's finding, against each arm's labels: every SIMULATED model scores higher
+    # against anchored labels than blind ones, and the mean over the models is positive
+    labels = bench["compare_labels"]
+    assert labels["reference"] == "labels" and labels["higher_on_anchored"] == "2 of 2"
+    assert labels["mean_inflation_anchored_ci"]["point"] > 0
     assert Path(bench["report"]).is_file() and Path(res["audit"]["report"]).is_file()
     release = Path(bench["export"])
     assert verify_release(release) == []

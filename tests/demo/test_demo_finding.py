@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from truthline.audit import exclude_annotator, finalize
-from truthline.benchmark import RunConfig, compare_gold, run_benchmark
-from truthline.benchmark._types import SliceScores
+from truthline.benchmark import RunConfig, compare_gold, compare_labels, run_benchmark
+from truthline.benchmark._types import GoldComparison, SliceScores
 from truthline.project import load_project
 from truthline.simulate import DEFAULT_TEAM, build_scenario, make_specs, truth_of
 from truthline.simulate._vlm import (
@@ -49,7 +49,7 @@ def steel():
 
 
 @pytest.fixture(scope="module")
-def slices(tmp_path_factory: pytest.TempPathFactory, steel) -> dict[str, SliceScores]:
+def finding_store(tmp_path_factory: pytest.TempPathFactory, steel):
     store = Store(f"sqlite:///{Path(tmp_path_factory.mktemp('finding')) / 'store.db'}")
     build_scenario(
         store,
@@ -66,9 +66,19 @@ def slices(tmp_path_factory: pytest.TempPathFactory, steel) -> dict[str, SliceSc
     models = [*DECLARED, *(_twin(m, 0.0) for m in DECLARED)]
     cfg = RunConfig(models=[f"simulated:{m}" for m in models], run_id="finding")
     run_benchmark(store, steel, cfg, progress=False)
-    cg = compare_gold(store, steel, "finding", resamples=400)
+    yield store
     store.close()
+
+
+@pytest.fixture(scope="module")
+def slices(finding_store, steel) -> dict[str, SliceScores]:
+    cg = compare_gold(finding_store, steel, "finding", resamples=400)
     return {m.key.model.removeprefix("simulated:"): m for m in cg.models}
+
+
+@pytest.fixture(scope="module")
+def by_labels(finding_store, steel) -> GoldComparison:
+    return compare_labels(finding_store, steel, "finding", resamples=400)
 
 
 def _vlm_infl(s: SliceScores) -> dict[str, Any]:
@@ -122,3 +132,22 @@ def test_without_the_share_the_strong_model_is_not_flattered(slices):
     declared = sum(_vlm_infl(slices[m])["point"] for m in DECLARED)
     without = sum(_vlm_infl(slices[_twin(m, 0.0)])["point"] for m in DECLARED)
     assert (declared - without) / len(DECLARED) > 2
+
+
+def test_anchored_labels_flatter_every_declared_model(by_labels):
+    """The paper's Fig. 13 design (every retained annotator's labels a reference of their
+    arm): each declared model scores higher against anchored labels than against blind
+    ones, with the CI above zero, and so does the mean over the run's models."""
+    by = {m.key.model.removeprefix("simulated:"): m for m in by_labels.models}
+    assert by_labels.reference == "labels"
+    for name in DECLARED:
+        infl = by[name].inflation_anchored_pp
+        assert infl is not None and infl["low"] > 0, (name, infl)
+    mean = by_labels.mean_inflation_anchored_ci
+    assert mean is not None and mean["low"] > 0, mean
+    # the share is what flatters: the declared models gain more than their share-0 twins
+    for name in DECLARED:
+        twin = by[_twin(name, 0.0)].inflation_anchored_pp
+        mine = by[name].inflation_anchored_pp
+        assert twin is not None and mine is not None
+        assert mine["point"] - twin["point"] > 2, (name, mine["point"], twin["point"])

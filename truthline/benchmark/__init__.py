@@ -25,6 +25,7 @@ from truthline.benchmark._baselines import (
 )
 from truthline.benchmark._export import export_release, load_release
 from truthline.benchmark._gold import Gold, GoldItem, load_gold
+from truthline.benchmark._references import compare_labels
 from truthline.benchmark._registry import (
     RunScored,
     Scored,
@@ -80,6 +81,7 @@ __all__ = [
     "across_names",
     "across_sections",
     "compare_gold",
+    "compare_labels",
     "compute_metrics",
     "compute_run_metrics",
     "condition_change",

@@ -68,6 +68,11 @@ class EntryKey(NamedTuple):
         )
 
     @property
+    def is_rule(self) -> bool:
+        """A rule baseline (``rule:...``): no model, no training distribution to share."""
+        return self.model.startswith("rule:")
+
+    @property
     def is_plain(self) -> bool:
         """No variant, the base condition, no control."""
         return (self.variant, self.condition, self.control) == ("", "base", "")
@@ -274,25 +279,38 @@ class GoldComparison:
     models: tuple[SliceScores, ...]
     resamples: int
     seed: int
+    reference: str = "gold"
+    """``"gold"``: the run's gold sliced by provenance (``compare_gold``); ``"labels"``: each
+    arm's tier-1 labels as references of their own (``compare_labels``, the paper's design)."""
+    mean_inflation_anchored_ci: CI | None = None
+    """The mean over entries of anchored − blind (pp) with its CI from one shared draw
+    (``compare_labels``); ``None`` where entries were drawn apart (``compare_gold``)."""
+    mean_inflation_vlm_sourced_ci: CI | None = None
+    references: dict[str, int] | None = None
+    """Labels and items serving each reference slice (``compare_labels``)."""
 
     def _inflations(self, balanced: bool) -> list[float]:
+        """Each model entry's anchored − blind (pp); rule baselines are shown per row but
+        not averaged or counted (the finding is about models, SteelBench: "all 9 models")."""
+        models = [m for m in self.models if not m.key.is_rule]
         if balanced:
             return [
                 m.field_balanced.inflation_anchored_pp["point"]
-                for m in self.models
+                for m in models
                 if m.field_balanced.inflation_anchored_pp
             ]
-        return [m.inflation_anchored_pp["point"] for m in self.models if m.inflation_anchored_pp]
+        return [m.inflation_anchored_pp["point"] for m in models if m.inflation_anchored_pp]
 
     @property
     def mean_inflation_pp(self) -> float | None:
-        """Mean over the entries of anchored minus blind accuracy, in pp."""
+        """Mean over the model entries (not rule baselines) of anchored minus blind
+        accuracy, in pp."""
         infl = self._inflations(False)
         return float(np.mean(infl)) if infl else None
 
     @property
     def higher_on_anchored(self) -> str:
-        """``"2 of 3"``: the entries scoring higher on anchored than on blind gold."""
+        """``"2 of 3"``: the model entries scoring higher on anchored than on blind gold."""
         infl = self._inflations(False)
         return f"{sum(1 for v in infl if v > 0)} of {len(infl)}"
 
@@ -318,6 +336,10 @@ class GoldComparison:
             "resamples": self.resamples,
             "seed": self.seed,
             "paired": True,
+            "reference": self.reference,
+            "mean_inflation_anchored_ci": self.mean_inflation_anchored_ci,
+            "mean_inflation_vlm-sourced_ci": self.mean_inflation_vlm_sourced_ci,
+            "references": self.references,
         }
 
 

@@ -21,7 +21,11 @@ def demo(
         ),
     ] = None,
     size: Annotated[
-        str, typer.Option("--size", help="small (~56 clips, a few minutes) or full (~240 clips).")
+        str,
+        typer.Option(
+            "--size",
+            help="small (12 cameras, ~120 clips, a few minutes) or full (16 cameras, ~480 clips).",
+        ),
     ] = "small",
     fresh: Annotated[
         bool,

@@ -59,8 +59,10 @@ EXPERT = DemoAnnotator("expert@annotators.local", "expert")
 
 SIZES: dict[str, dict[str, Any]] = {
     # cameras, scenes per camera, share of anchored items double-annotated, expert reviews
-    "small": dict(cameras=4, scenes=14, anchored_pairs=0.5, review=0.3),
-    "full": dict(cameras=6, scenes=40, anchored_pairs=0.3, review=0.3),
+    # one camera = one video = one cluster of the bootstrap: the intervals resolve the
+    # anchored-vs-blind effect only with enough cameras, so the small size has 12 short ones
+    "small": dict(cameras=12, scenes=10, anchored_pairs=0.5, review=0.3),
+    "full": dict(cameras=16, scenes=30, anchored_pairs=0.3, review=0.3),
 }
 
 
@@ -353,14 +355,18 @@ class Demo:
         return plan
 
     def _label(self, item, ann, arm, truth, preds, tasks, clients, submit) -> int:
-        from truthline.simulate import decide_annotation
+        from truthline.simulate import DIFFICULTY, decide_annotation
 
         task = tasks.get((item, arm))
         if task is None:
             return 0
         shown = preds.get(item) if arm == "anchored" else None
         rng = random.Random(f"{self.seed}:{item}:{ann.email}:{arm}")
-        dec = decide_annotation(ann.behaviour, self.project, truth[item], shown, rng)
+        # field difficulty: hard fields (action, worker count) hide wrong prefills, so harmful
+        # anchoring concentrates there (SteelBench's gradient), as in the store-only scenario
+        dec = decide_annotation(
+            ann.behaviour, self.project, truth[item], shown, rng, difficulty=DIFFICULTY
+        )
         parent = None
         if shown is not None:
             t = self.target.client.get(f"/api/tasks/{task['task']}")
@@ -426,6 +432,7 @@ class Demo:
         from truthline.benchmark import (
             RunConfig,
             compare_gold,
+            compare_labels,
             export_release,
             leaderboard,
             run_benchmark,
@@ -442,6 +449,7 @@ class Demo:
         )
         run_id = manifest.get("run_id", "demo")
         cmp = compare_gold(store, self.project, run_id)
+        by_labels = compare_labels(store, self.project, run_id)
         board = leaderboard(store, self.project, [run_id])
         reports = self.ws.reports_dir
         rep = write_report(store, self.project, [run_id], reports / "benchmark.md")
@@ -451,6 +459,7 @@ class Demo:
             "run": run_id,
             "leaderboard": [m.as_dict() for m in board],  # typed results: plain at the JSON edge
             "compare_gold": cmp.as_dict(),
+            "compare_labels": by_labels.as_dict(),
             "report": str(reports / "benchmark.md"),
             "report_files": rep,
             "export": str(export_dir),
@@ -468,41 +477,42 @@ class Demo:
             f"planted rubber-stamper: {', '.join(a.get('planted_rubber_stamper', []))}; "
             f"flagged by the audit: [bold]{', '.join(a.get('flagged', [])) or 'nobody'}[/]"
         )
-        cmp = s.get("benchmark", {}).get("compare_gold", {})
+        bench = s.get("benchmark", {})
+        cmp = bench.get("compare_labels") or {}
         rows = cmp.get("models") if isinstance(cmp, dict) else None
         if rows:
             table = Table(
-                title="The same answers scored on gold of each provenance (SIMULATED; accuracy, 95% CI)",
+                title="The same answers scored against each arm's labels (SIMULATED; accuracy, "
+                "95% CI)",
                 title_justify="left",
             )
-            for head in ("model", "blind gold", "anchored gold", "VLM-sourced gold"):
-                table.add_column(head, no_wrap=True)
-            table.add_column("anchored − blind", no_wrap=True, justify="right")
-            table.add_column("VLM-sourced − blind", no_wrap=True, justify="right")
+            # the model names never truncate (models must be told apart); the rest wraps
+            width = max(len(str(m.get("model"))) for m in rows)
+            table.add_column("model", no_wrap=True, min_width=width)
+            for head in ("blind labels", "anchored labels", "VLM-sourced labels"):
+                table.add_column(head)
+            table.add_column("anchored − blind", justify="right")
+            table.add_column("VLM-sourced − blind", justify="right")
             for m in rows:
                 table.add_row(*_inflation_row(m))
             self.console.print(table)
-            from truthline.stats import design_note
+            from truthline.stats import design_note, fmt_ci
 
             note = design_note(rows)
-            if note:  # e.g. 4 videos in 2 sites: never shown as if over that many items
+            if note:  # e.g. 12 videos in 3 sites: never shown as if over that many items
                 self.console.print(f"[yellow]{note}[/]")
-            up = [
-                str(m["model"])
-                for m in rows
-                if ((m.get("inflation_vlm-sourced_pp") or {}).get("low") or 0) > 0
-            ]
+            vlms = [m for m in rows if not str(m["model"]).startswith("rule:")]  # as the mean
+            up = [m for m in vlms if ((m.get("inflation_anchored_pp") or {}).get("point") or 0) > 0]
+            mean = cmp.get("mean_inflation_anchored_ci")
             self.console.print(
-                (
-                    f"VLM-sourced gold (retained prefills) scores {', '.join(up)} higher than blind gold "
-                    "(CI above zero): errors shared with the prefill VLM on hard items count as right there.\n"
-                    if up
-                    else "No model scores clearly higher on VLM-sourced gold than on blind gold in this run.\n"
-                )
-                + "Blind and anchored gold cover different items, and blind gold keeps only decisions two "
-                "blind annotators agreed on (the rest wait for adjudication),\nso compare those columns with "
-                "care (`truthline benchmark compare-gold demo --json` adds field-balanced figures); the audit "
-                "report's provenance gradient scores one set of predictions against all three."
+                f"{len(up)} of {len(vlms)} SIMULATED VLMs score higher against anchored labels "
+                "(annotators who saw the prefill) than against blind labels; mean inflation "
+                f"{fmt_ci(mean, digits=1, sign=True, missing='-')} pp.\n"
+                "The benchmark models share the prefill VLM's error tendencies (a declared "
+                "SIMULATED model family), so labels that kept the prefill's mistakes count those "
+                "mistakes as right (SteelBench: all 9 models higher, +6.6 pp).\n"
+                "Scores on the finalized gold's provenance slices: "
+                "`truthline benchmark compare-gold demo --reference gold`."
             )
         self.console.print(f"audit report:      {a.get('report')}")
         self.console.print(f"benchmark report:  {s.get('benchmark', {}).get('report')}")
@@ -534,11 +544,14 @@ def _short(d: Any) -> str:
 def _inflation_row(m: dict[str, Any]) -> list[str]:
     from truthline.stats import fmt_ci
 
+    # the design goes once under the table (design_note), not in every cell
     def pct(x: Any) -> str:
-        return fmt_ci(x, digits=1, scale=100.0, unit="%", missing="-")
+        return fmt_ci(x, digits=1, scale=100.0, unit="%", missing="-", design=False)
 
     def pp(x: Any) -> str:
-        return fmt_ci(x, digits=1, sign=True, missing="-") if isinstance(x, dict) else "-"
+        if not isinstance(x, dict):
+            return "-"
+        return fmt_ci(x, digits=1, sign=True, missing="-", design=False)
 
     return [
         str(m.get("model")),

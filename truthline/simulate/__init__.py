@@ -10,7 +10,13 @@ from truthline.simulate._annotators import (
     get_behaviour,
     registered_behaviours,
 )
-from truthline.simulate._scenario import DEFAULT_TEAM, Scenario, TeamMember, build_scenario
+from truthline.simulate._scenario import (
+    DEFAULT_TEAM,
+    DIFFICULTY,
+    Scenario,
+    TeamMember,
+    build_scenario,
+)
 from truthline.simulate._scene import make_specs, truth_of, write_dataset
 from truthline.simulate._vlm import (
     SimProfile,
@@ -24,6 +30,7 @@ from truthline.simulate._vlm import (
 
 __all__ = [
     "DEFAULT_TEAM",
+    "DIFFICULTY",
     "AnnotatorBehaviour",
     "AnnotatorDecision",
     "Scenario",

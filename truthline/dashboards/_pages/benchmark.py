@@ -23,6 +23,7 @@ from truthline.dashboards._pages.samples import samples_link
 from truthline.dashboards._plots import ci_bars, ci_row, forest, heatmap
 from truthline.dashboards._registry import benchmark_sections, page
 from truthline.dashboards._sections import render_sections
+from truthline.stats import fmt_ci
 from truthline.vocab import Slice
 
 SAMPLE_LINKS = {
@@ -277,6 +278,52 @@ def _paired(ctx: Context, run_id: str) -> None:
     )
 
 
+def _label_provenance(ctx: Context, run_id: str) -> None:
+    """The same answers against each arm's own labels (``compare_labels``: the paper's
+    design), shown where the store holds tier-1 labels of the run's items."""
+    from truthline.benchmark import compare_labels
+
+    cg: GoldComparison = cached(
+        ctx,
+        "truthline.benchmark.compare_labels",
+        lambda: compare_labels(ctx.store, ctx.project, run_id),
+        run_id,
+    )
+    if not cg.models:
+        return
+    recs, infl = [], []
+    for m in cg.models:
+        label = entry_label(m.key)
+        for sl in (Slice.BLIND.value, Slice.ANCHORED.value, Slice.VLM_SOURCED.value):
+            ci = m.ci(sl)
+            if ci:
+                recs.append({"model": label, "labels": sl, **ci_row(ci)})
+        infl.append(
+            {
+                "model": label,
+                **ci_row(m.inflation_anchored_pp, "anchored_minus_blind_pp"),
+                **ci_row(m.inflation_vlm_sourced_pp, "vlm_sourced_minus_blind_pp"),
+            }
+        )
+    df = pd.DataFrame(recs)
+    mean = cg.mean_inflation_anchored_ci
+    if mean is not None:
+        st.metric(
+            "Mean inflation, anchored vs blind labels (pp)",
+            fmt_ci(mean, digits=1, sign=True),
+            help=f"higher on anchored labels: {cg.higher_on_anchored} models (rule baselines "
+            "shown, not counted)",
+        )
+    chart(
+        ci_bars(df, "model", color="labels", y_title="accuracy (95% CI)") if not df.empty else None,
+        df.merge(pd.DataFrame(infl), on="model") if not df.empty else df,
+        f"Accuracy against each arm's labels (run {run_id})",
+        caption="Same answers, different references: every retained tier-1 annotator's labels "
+        "are a reference of their arm; VLM-sourced = anchored labels that kept the prefill.",
+        sources=[cg.as_dict()],
+    )
+
+
 def _gold_provenance(ctx: Context, run_id: str) -> None:
     from truthline.benchmark import compare_gold
 
@@ -386,6 +433,7 @@ def benchmark(ctx: Context) -> None:
     st.header("Paired differences and gold provenance")
     run_id = st.selectbox("Run", list(chosen), key="bench-run") if len(chosen) > 1 else chosen[0]
     _paired(ctx, run_id)
+    _label_provenance(ctx, run_id)
     _gold_provenance(ctx, run_id)
     st.header("Across models")
     _across(ctx, run_id)
