@@ -1,8 +1,9 @@
 """Benchmark: the embedded runner over gold, the scoring contract, metrics, reports, export.
 
 Public API: ``run_benchmark``/``RunConfig`` (run or resume; ``RunInterrupted`` on
-Ctrl-C/SIGTERM), ``load_run``, ``model_metrics``, ``leaderboard``, ``compare_gold``,
-``paired_matrix`` (typed results for the CLI, report, dashboards and systems: ``EntryKey``, a
+Ctrl-C/SIGTERM), ``load_run``, ``model_metrics``, ``leaderboard``, ``compare_gold`` (a run
+on its gold's provenance slices), ``compare_labels`` (the same answers against each arm's own
+labels, the SteelBench Fig. 13 design), ``paired_matrix`` (typed results for the CLI, report, dashboards and systems: ``EntryKey``, a
 run entry and the one way it is written; ``BoardEntry``, ``GoldComparison`` of
 ``SliceScores``, ``PairedMatrix`` of ``PairedCell``s, each with ``as_dict()`` for the JSON
 edge), ``condition_change`` (plain data), ``write_report`` (a paper system's report section
