@@ -192,7 +192,8 @@ def compare_labels(
         masks[(n, "anchored")] = mine & (arm == "anchored")
         masks[(n, "vlm-sourced")] = mine & (arm == "anchored") & kept
     res = sliced_accuracies(d, masks, args, rs)
-    models, diffs = [], {"anchored": [], "vlm-sourced": []}
+    models: list[SliceScores] = []
+    diffs: dict[str, list[tuple[Any, ...]]] = {"anchored": [], "vlm-sourced": []}
     for n, e in enumerate(entries):
         cis = {sl: _plain(res["ci"][(n, sl)]) for sl in REFERENCE_SLICES}
         boots = {sl: res["boot"][(n, sl)] for sl in REFERENCE_SLICES}
