@@ -71,4 +71,3 @@ def test_excluded_annotators_are_no_reference(run):
     # VLM-sourced without C: items 1, 2, 5 (9), item 6 violation+count, item 4's count: all right
     assert _p(m.vlm_sourced) == pytest.approx(1.0)
     assert _p(m.blind) == pytest.approx(12 / 18)
-

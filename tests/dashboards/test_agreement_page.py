@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from truthline.stats import agreement, leave_one_out
+from truthline.stats import agreement, declared_design, leave_one_out
 from truthline.stats._store import ratings_from_store
 
 
@@ -26,20 +26,16 @@ def test_agreement_page_shows_the_stats_numbers(sim_ws, run_app):
     coefs = _frame(at, "coefficient")
     row = coefs[(coefs["field"] == "workers.action") & (coefs["coefficient"] == "alpha")].iloc[0]
     r, ft = ratings_from_store(sim_ws.store, project, "workers.action", tier=1)
+    declared_design(sim_ws.store, project, r)  # the page's default, as `stats agreement`
     want = agreement(
-        r,
-        ["alpha"],
-        level=ft.level,
-        resamples=project.audit.resamples,
-        seed=project.audit.seed,
-        clusters=r.meta["parents"],
+        r, ["alpha"], level=ft.level, resamples=project.audit.resamples, seed=project.audit.seed
     )[0]
     assert row["point"] == pytest.approx(want.ci.point)
     assert row["low"] == pytest.approx(want.ci.low) and row["high"] == pytest.approx(want.ci.high)
     loo = _frame(at, "rater")
     mine = loo[loo["field"] == "workers.action"].set_index("rater")
     for x in leave_one_out(
-        r, resamples=project.audit.resamples, seed=project.audit.seed, clusters=r.meta["parents"]
+        r, resamples=project.audit.resamples, seed=project.audit.seed, clusters=r.clusters
     ):
         assert mine.loc[x.rater, "point"] == pytest.approx(x.agreement.point)
     assert any("Rater confusion by group: workers.action" in m.value for m in at.markdown)

@@ -108,6 +108,14 @@ def instructions(project: Any, arm: str) -> str:
     if project.description:
         out.append(f"<p>{_e(project.description)}</p>")
     out.append(f"<p><b>This project:</b> {_e(_ARM_TEXT.get(arm, ''))}</p>")
+    if (rule := getattr(project, "layers", None)) is not None:
+        title = _e(field_title(rule.entity))
+        out.append(
+            f"<p><b>Layers:</b> a clip with 1 to {rule.max_count} counted is Layer 2: "
+            f"annotate the scene and every entry of <b>{title}</b>. A clip with more (or "
+            f"none) is Layer 1: annotate the scene only; no boxes can be drawn for "
+            f"<b>{title}</b>. The note above the image says which layer a clip is.</p>"
+        )
     items = [
         _entity_item(n, ft) if ft.name == "entity_list" else _field_item(n, ft)
         for n, ft in project.field_types.items()

@@ -47,6 +47,7 @@ from typing import Any, ClassVar, TypeVar
 from sqlalchemy import select
 
 from truthline._registry import Registry
+from truthline.project import ItemLayer, in_layer
 from truthline.store import Store, json_hash, now, tables
 
 ENTRY_POINT_GROUP = "truthline.label_studio_kinds"
@@ -149,6 +150,8 @@ class FieldUnit:
     arm: str
     shown: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     prediction: dict[str, Any] | None = None
+    layer: ItemLayer | None = None
+    """The item's annotation layer (``[layers]``): what the task asks and shows."""
 
 
 @project_kind("field-schema")
@@ -166,9 +169,12 @@ class FieldSchemaKind(ProjectKind):
         from truthline.annotate._instructions import PREFILL_LABEL
         from truthline.annotate._labelconfig import task_data, values_to_results
 
-        t: dict[str, Any] = {
-            "data": task_data(context, unit.item_id, unit.media, unit.key, shown=unit.shown)
-        }
+        if unit.layer is not None:  # a task shows and asks its layer's fields only
+            unit = layered_unit(unit)
+        data = task_data(
+            context, unit.item_id, unit.media, unit.key, shown=unit.shown, layer=unit.layer
+        )
+        t: dict[str, Any] = {"data": data}
         if unit.arm == "anchored" and unit.prediction is not None:
             # the model's name stays in the store; annotators see a neutral label
             t["predictions"] = [
@@ -203,6 +209,15 @@ class FieldSchemaKind(ProjectKind):
 
 
 FIELD_SCHEMA = "field-schema"
+
+
+def layered_unit(unit: FieldUnit) -> FieldUnit:
+    """``unit`` with what it shows cut to its layer (a Layer 1 task shows no entity)."""
+    from dataclasses import replace
+
+    pred = in_layer(unit.layer, unit.prediction) if unit.prediction is not None else None
+    shown = [(who, in_layer(unit.layer, vals)) for who, vals in unit.shown]
+    return replace(unit, prediction=pred, shown=shown)
 
 
 # -- scopes: a system's units as items of the store ------------------------------------------

@@ -56,8 +56,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from xml.sax.saxutils import quoteattr
 
+from truthline.annotate._layers import labels_xml as layered_labels_xml
+from truthline.annotate._layers import layer_data, layered_list
 from truthline.errors import FieldValueError
 from truthline.fields import FieldType
+from truthline.project import ItemLayer
 
 OBJECT_NAME = {"image": "image", "frames": "image", "video": "video"}
 CLIP_VIEWER = "clip"
@@ -323,7 +326,10 @@ def label_config(project: Any) -> str:
                 parts.append(
                     f'<View style="white-space: pre-line"><Header {_attrs(value="$" + unboxed_key(name), size="6")}/></View>'
                 )
-            parts.append(_labels_xml(control_name(name), obj, labels or [name]))
+            if name == layered_list(project):  # labels per task: none on Layer 1
+                parts.append(layered_labels_xml(control_name(name), obj))
+            else:
+                parts.append(_labels_xml(control_name(name), obj, labels or [name]))
             parts.append(
                 f'<View visibleWhen="region-selected" {_attrs(whenTagName=control_name(name))}>'
             )
@@ -371,11 +377,20 @@ def task_data(
     key: str,
     *,
     shown: list[tuple[str, dict]] | None = None,
+    layer: ItemLayer | None = None,
 ) -> dict[str, Any]:
     """Task data: our item id (idempotence), its key, the media URL(s), and per entity list
     the note on entities the values in ``shown`` (``(who, values)``; the anchored arm's
-    pre-annotation, the review arm's tier-1 annotations) list without a box."""
+    pre-annotation, the review arm's tier-1 annotations) list without a box; with
+    ``[layers]``, the layered list's labels and note for the item's ``layer``."""
     data: dict[str, Any] = {"item_id": item_id, "key": key}
+    if (lname := layered_list(project)) is not None:
+        ft = project.field_types[lname]
+        box = _entity_parts(ft)[1]
+        labels = list(getattr(box.spec, "labels", []) or []) if box else []
+        data |= layer_data(
+            project, control_name(lname), labels or [lname], layer, field_title(lname)
+        )
     for name in _unboxed_lists(project):
         data[unboxed_key(name)] = unboxed_note(project, name, shown or [])
     if project.media == "video":

@@ -35,6 +35,7 @@ from truthline.annotate._client import LabelStudioError, LSClient, item_id_of
 from truthline.annotate._kinds import FIELD_SCHEMA, ProjectKind, ReadBack, Scope, get_kind
 from truthline.annotate._push import _upsert_exposures, ls_project_row
 from truthline.errors import TruthlineError
+from truthline.project import ItemLayer, item_layer, layer_check
 from truthline.store import Store, now, tables
 
 
@@ -55,6 +56,10 @@ class PullReport:
     missing_projects: list[dict[str, Any]] = field(default_factory=list)
     """Label Studio projects that no longer exist on the server: skipped."""
     problems: list[str] = field(default_factory=list)
+    layer_issues: list[dict[str, Any]] = field(default_factory=list)
+    """Annotations at odds with their item's layer (``[layers]``), one per annotation:
+    out-of-layer values (kept, left out of gold and agreement) and missing required
+    per-entity values; each is in ``problems`` too."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -273,6 +278,7 @@ class _ProjectPull:
                     )
                 )
             }
+            self.layers = self._item_layers(conn)
             self.prompt_hashes = {}
             resp_ids = {p.response_id for p in self.preds.values() if p.response_id is not None}
             if resp_ids:
@@ -283,6 +289,37 @@ class _ProjectPull:
                         select(r_t.c.id, r_t.c.prompt_hash).where(r_t.c.id.in_(resp_ids))
                     )
                 }
+
+    def _item_layers(self, conn: Any) -> dict[int, ItemLayer]:
+        """Item -> its layer, for a loop project declaring ``[layers]`` (else empty)."""
+        if self.kind.name != FIELD_SCHEMA or getattr(self.context, "layers", None) is None:
+            return {}
+        it = tables.items
+        rows = conn.execute(select(it.c.id, it.c.meta).where(it.c.project == self.scope))
+        layers = {r.id: item_layer(self.context, r.meta) for r in rows}
+        return {i: lay for i, lay in layers.items() if lay is not None}
+
+    def _check_layer(self, tid: int, item_id: int, aid: int, values: dict[str, Any]) -> None:
+        """Report an annotation at odds with its item's layer (kept as read)."""
+        lay = self.layers.get(item_id)
+        chk = layer_check(self.context, lay, values)
+        if lay is None or chk.ok:
+            return
+        self.rep.problems.append(
+            f"Label Studio project {self.pid}, task {tid}, annotation {aid}: {chk.describe(lay)}"
+        )
+        self.rep.layer_issues.append(
+            {
+                "ls_project_id": self.pid,
+                "ls_task_id": tid,
+                "ls_annotation_id": aid,
+                "item": self.known_items.get(item_id),
+                "layer": lay.layer,
+                "count": lay.count,
+                "out_of_layer": list(chk.out_of_layer),
+                "missing": list(chk.missing),
+            }
+        )
 
     def _task(self, task: dict) -> None:
         pid = self.pid
@@ -345,6 +382,7 @@ class _ProjectPull:
                     f"Label Studio project {pid}, task {tid}, annotation {aid}: {p} (skipped)"
                 )
             values, origins = conv.values, conv.origins
+            self._check_layer(tid, item_id, aid, values)
         sid = source_id(self.client.url, pid, aid)
         self.stats["annotations"] += 1
         base = {
@@ -367,10 +405,12 @@ class _ProjectPull:
             "source_updated_at": _ts(ann.get("updated_at")),
         }
         changed_any = restored = False
+        lay = self.layers.get(item_id)
+        out_of_layer = lay.out_of_layer if lay is not None else ()  # the task did not show them
         for name in fields:
             val = values.get(name)
             kept = None
-            if shown is not None and not cancelled:
+            if shown is not None and not cancelled and name not in out_of_layer:
                 kept = self.kind.kept(self.context, name, val, (shown.values or {}).get(name))
             row = base | {
                 "field_path": name,

@@ -38,6 +38,7 @@ from truthline.annotate._instructions import PREFILL_LABEL, instructions
 from truthline.annotate._kinds import FIELD_SCHEMA, FieldUnit, ProjectKind, Scope, get_kind
 from truthline.annotate._media import item_prefix, media_rel, media_url
 from truthline.errors import TruthlineError
+from truthline.project import item_layer
 from truthline.store import Store, json_hash, now, tables
 from truthline.vocab import PUSH_ARMS, Arm
 
@@ -441,7 +442,8 @@ class _PushJob:
                 shown = [("", prediction)]
             elif self.arm == "review":
                 shown = list(self.review_preds[i])
-            unit = FieldUnit(i, it["key"], self.urls(it), self.arm, shown, prediction)
+            layer = item_layer(self.project, it.get("meta"))
+            unit = FieldUnit(i, it["key"], self.urls(it), self.arm, shown, prediction, layer)
             payload.append(self.kind.task(self.project, unit))
         return payload
 

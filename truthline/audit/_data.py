@@ -21,7 +21,7 @@ import numpy as np
 from sqlalchemy import func, select
 
 from truthline.fields import EntityList, FieldType, Number
-from truthline.project import Project
+from truthline.project import ItemLayer, Project, in_layer, item_layer, layer_check
 from truthline.stats import ToleranceWeights
 from truthline.store import Store, tables
 from truthline.vocab import REVIEW_ARMS as REVIEW_ARMS  # the tier-2 arms
@@ -145,6 +145,13 @@ class AuditData:
     codes: CodeTable | None = None
     """What each kappa category code of ``d["vc"]``/``d["hc"]`` stands for."""
     ft_cache: dict[str, FieldType] = field(default_factory=dict)
+    layers: dict[int, ItemLayer] = field(default_factory=dict)
+    """Item -> its annotation layer (``[layers]``; items without a count have none)."""
+    out_of_layer: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Annotation source id -> the out-of-layer fields it gave values to: set aside before
+    flattening, so they enter neither gold nor agreement (counted, never silently lost)."""
+    layer_missing: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Annotation source id -> the required per-entity values it lacks (schema-invalid)."""
 
     @property
     def annotators(self) -> list[str]:
@@ -256,13 +263,17 @@ def load(store: Store, project: Project, *, model_version: str | None = None) ->
             .where(t.items.c.project == name)
             .order_by(t.items.c.id)
         ).all()
+        layers = _item_layers(conn, project)
         model_version, pred_id, raw_pred = _prefill(conn, name, model_version)
         tier2 = list(_group(conn.execute(_annotation_rows(name, tier2=True))))
         tier2.sort(key=lambda g: g["first"])
         frames = _frames(raw_pred, tier2)
-        pred = {i: flatten_values(project, v, frames[i]) for i, v in raw_pred.items()}
+        pred = {
+            i: flatten_values(project, in_layer(layers.get(i), v), frames[i])
+            for i, v in raw_pred.items()
+        }
         del raw_pred
-        reader = _AnnotationReader(project, frames)
+        reader = _AnnotationReader(project, frames, layers)
         for g in tier2:
             reader.add_tier2(g)
         del tier2
@@ -291,8 +302,24 @@ def load(store: Store, project: Project, *, model_version: str | None = None) ->
         arms={int(k): v for k, v in arms.items()},
         review_weights={int(k): float(w) for k, w in weights.items()},
     )
+    data.layers = layers
+    data.out_of_layer, data.layer_missing = reader.out_of_layer, reader.layer_missing
     data.d, data.codes = _decisions(data)
     return data
+
+
+def _item_layers(conn: Any, project: Project) -> dict[int, ItemLayer]:
+    """Item -> its layer, read once from item metadata (empty without ``[layers]``)."""
+    if project.layers is None:
+        return {}
+    it = tables.items
+    rows = conn.execute(select(it.c.id, it.c.meta).where(it.c.project == project.name))
+    out = {}
+    for r in rows:
+        lay = item_layer(project, r.meta)
+        if lay is not None:
+            out[int(r.id)] = lay
+    return out
 
 
 def _live(name: str) -> tuple[Any, ...]:
@@ -385,14 +412,34 @@ class _AnnotationReader:
     """Flattens grouped annotation rows one at a time; keeps the first expert value and
     the adjudicated values per item, and restores the store's order at the end."""
 
-    def __init__(self, project: Project, frames: dict[int, dict[str, Any]]):
+    def __init__(
+        self,
+        project: Project,
+        frames: dict[int, dict[str, Any]],
+        layers: dict[int, ItemLayer] | None = None,
+    ):
         self.project = project
         self.frames = frames
+        self.layers = layers or {}
+        self.out_of_layer: dict[str, tuple[str, ...]] = {}
+        self.layer_missing: dict[str, tuple[str, ...]] = {}
         self.annotations: list[Annotation] = []
         self.firsts: list[int] = []
         self.expert: dict[int, dict[str, Any]] = {}
         self.expert_annotator: dict[int, str] = {}
         self.adjudicated: dict[int, dict[str, Any]] = {}
+
+    def _in_layer(self, g: dict[str, Any]) -> dict[str, Any]:
+        """The annotation's values in its item's layer; what it gave outside is recorded."""
+        lay = self.layers.get(g["item"])
+        if lay is None:
+            return g["values"]
+        chk = layer_check(self.project, lay, g["values"])
+        if chk.out_of_layer:
+            self.out_of_layer[g["sid"]] = chk.out_of_layer
+        if chk.missing and not g["skipped"]:
+            self.layer_missing[g["sid"]] = chk.missing
+        return in_layer(lay, g["values"])
 
     def add(self, g: dict[str, Any]) -> Annotation:
         a = Annotation(
@@ -402,7 +449,7 @@ class _AnnotationReader:
             g["arm"],
             g["tier"],
             g["lead"],
-            flatten_values(self.project, g["values"], self.frames.get(g["item"], {})),
+            flatten_values(self.project, self._in_layer(g), self.frames.get(g["item"], {})),
             g["skipped"] or _NO_SKIPS,
             g["shown"],
             g["flagged"],

@@ -97,6 +97,9 @@ class GoldResult:
     annotator flagged it, its annotation failed schema validation, or it was abandoned.
     Their annotations stay in the store; a later finalize takes them back if the cause is
     gone (a withdrawal would outlive it)."""
+    out_of_layer: dict[int, int] = field(default_factory=dict)
+    """Item -> annotations whose values outside the item's layer (``[layers]``: per-entity
+    values on a Layer 1 clip) were set aside: in the store, not in gold or agreement."""
 
     def unusable_by_reason(self) -> dict[str, int]:
         """Reason -> clips, in ``UNUSABLE`` order, every reason named (0 when none)."""
@@ -120,6 +123,7 @@ class GoldResult:
             "dropped_items": len(self.dropped),
             "unusable_items": len(self.unusable),
             "unusable_by_reason": self.unusable_by_reason(),
+            "out_of_layer_annotations": sum(self.out_of_layer.values()),
         }
 
     def as_dict(self) -> dict[str, Any]:
@@ -173,6 +177,8 @@ def _schema_invalid(data: AuditData, a: Annotation) -> bool:
     without values, nothing skipped), a value its field type refuses, or a required
     field left empty."""
     if not a.skipped and all(v is None for v in a.values.values()):
+        return True
+    if a.source_id in data.layer_missing:  # its item's layer requires per-entity values
         return True
     for path, v in a.values.items():
         ft = _field(data, leaf_of(path))
@@ -292,8 +298,18 @@ def decide(
             else:
                 values.append(GoldValue(item, path, first, "anchored_corrected", names, arm))
     res = GoldResult(values, pending, policy, dropped=dropped, unusable=unusable)
+    res.out_of_layer = _out_of_layer_by_item(data)
     res.hash = _gold_hash(data, policy, values)
     return res
+
+
+def _out_of_layer_by_item(data: AuditData) -> dict[int, int]:
+    """Item -> live annotations that gave values outside its layer."""
+    out: dict[int, int] = defaultdict(int)
+    for a in data.annotations:
+        if a.source_id in data.out_of_layer:
+            out[a.item] += 1
+    return dict(out)
 
 
 def _gold_hash(data: AuditData, policy: GoldPolicy, values: list[GoldValue]) -> str:

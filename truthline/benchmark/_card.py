@@ -55,6 +55,8 @@ def dataset_card(sheet: dict[str, Any], info: dict[str, Any], split_rule: dict[s
     lines += _features(info, hidden)
     lines += _splits(info, split_rule, hidden)
     lines += _evaluate(sheet, hidden)
+    lines += _classes(sheet)
+    lines += _density(sheet)
     lines += _provenance(sheet)
     return "\n".join(lines)
 
@@ -165,6 +167,72 @@ def _evaluate(sheet: dict[str, Any], hidden: bool) -> list[str]:
         "entity-list fields are matched by entity id first.",
         "",
     ]
+
+
+def _cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _classes(sheet: dict[str, Any]) -> list[str]:
+    """Each taxonomy field's classes with their gold instances (a paper's class table)."""
+    tables = sheet.get("classes") or []
+    if not tables:
+        return []
+    lines = [
+        "## Classes",
+        "",
+        f"Gold instances per class of each taxonomy field, over {sheet['composition_of']}.",
+        "",
+    ]
+    for t in tables:
+        lines += [
+            f"### `{t['field']}` (taxonomy `{t['taxonomy']}`)",
+            "",
+            "| code | group | name | description | instances |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        for c in t["classes"]:
+            group = f"{c['group']} ({c['group_name']})" if c["group_name"] else c["group"]
+            lines.append(
+                f"| `{c['code']}` | {_cell(group)} | {_cell(c['name'])} | "
+                f"{_cell(c['description'])} | {c['count']} |"
+            )
+        other = f"; {t['other']} values outside the taxonomy" if t["other"] else ""
+        lines += ["", f"{t['decisions']} gold decisions{other}.", ""]
+    return lines
+
+
+def _density(sheet: dict[str, Any]) -> list[str]:
+    """Fields, decisions and entities per clip, and per field (annotation density)."""
+    d = sheet.get("density")
+    if not d or not d["clips"]:
+        return []
+    rows = [
+        ("fields (scene-level + per-entity)", d["fields_per_clip"]),
+        ("scene-level fields", d["scene_fields_per_clip"]),
+        ("per-entity fields", d["entity_fields_per_clip"]),
+        ("gold decisions (entity lists included)", d["decisions_per_clip"]),
+        ("entities", d["entities_per_clip"]),
+    ]
+    lines = [
+        "## Annotation density",
+        "",
+        f"Per item, over {sheet['composition_of']} ({d['clips']} items, {d['decisions']} gold "
+        "decisions in total). A per-entity field counts once per entity.",
+        "",
+        "| per item | mean | min | max |",
+        "| --- | --- | --- | --- |",
+        *[f"| {k} | {v['mean']:.1f} | {v['min']} | {v['max']} |" for k, v in rows],
+        "",
+        "| field | level | type | items | decisions | per item |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for f in d["fields"]:
+        lines.append(
+            f"| `{f['field']}` | {f['level']} | {f['type']} | {f['clips']} | {f['decisions']} "
+            f"| {f['per_clip']:.2f} |"
+        )
+    return [*lines, ""]
 
 
 def _provenance(sheet: dict[str, Any]) -> list[str]:

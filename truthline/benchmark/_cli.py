@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -104,6 +104,23 @@ def run_cmd(
             "key rejected; 0: never), close the run as partial and exit 1.",
         ),
     ] = 5,  # RunConfig.max_failures (the runner is imported lazily; a test keeps them equal)
+    frames: Annotated[
+        str | None,
+        typer.Option(
+            "--frames",
+            help="Frame-density ablation: re-sample each clip from its source video at these "
+            "frame counts (e.g. 1,2,4,8,15; positions i/(k-1) of the clip, 1: its centre), "
+            "one entry per count in one run.",
+        ),
+    ] = None,
+    video_root: Annotated[
+        Path | None,
+        typer.Option(
+            "--video-root",
+            help="With --frames: the folder the clips' videos were mined from "
+            "(default: raw/videos in the workspace, where the demo writes them).",
+        ),
+    ] = None,
     project: ProjectOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -128,7 +145,10 @@ def run_cmd(
         max_failures=max_failures or None,
     )
     try:
-        man = run_benchmark(ws.store, proj, cfg, progress=not as_json)
+        if frames is None:
+            man = run_benchmark(ws.store, proj, cfg, progress=not as_json)
+        else:
+            man = _run_densities(ws, proj, cfg, frames, video_root, progress=not as_json)
     except RunInterrupted as exc:  # Ctrl-C / SIGTERM: one line, the signal's exit code
         err_console.print(str(exc), markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(exc.exit_code) from None
@@ -157,6 +177,30 @@ def run_cmd(
         console.print(f"next: truthline benchmark show {man['run_id']}")
 
     emit(man, as_json, render)
+
+
+def _run_densities(
+    ws: Any, proj: Any, cfg: Any, frames: str, video_root: Path | None, *, progress: bool
+) -> dict[str, Any]:
+    """One entry per frame count, all in one run: the first density's run id (derived
+    unless ``--run`` names one) holds the others, so rerunning the command resumes it."""
+    from dataclasses import replace
+
+    from truthline.benchmark import run_benchmark
+    from truthline.benchmark._frames import parse_densities
+
+    root = video_root or ws.root / "raw" / "videos"
+    out = ws.media_dir / proj.name / "resampled"
+    man: dict[str, Any] = {}
+    for k in parse_densities(frames):
+        run = cfg.run_id or man.get("run_id")
+        man = run_benchmark(
+            ws.store,
+            proj,
+            replace(cfg, frames=k, video_root=root, frames_dir=out, run_id=run),
+            progress=progress,
+        )
+    return man
 
 
 @app.command("runs")
@@ -229,23 +273,60 @@ def show_cmd(
             )
         console.print(table)
         _note([r.accuracy for r in rows])
+        _frame_tables(ws.store, proj, sorted({r.run_id for r in rows}), resamples)
 
     emit([r.as_dict() for r in rows], as_json, render)
+
+
+def _frame_tables(store: Any, proj: Any, runs: list[str], resamples: int | None) -> None:
+    """``benchmark show``: accuracy by frames per clip for each run with ``--frames`` entries."""
+    from truthline.benchmark._frames import density_table, frame_density
+
+    for rid in runs:
+        fd = frame_density(store, proj, rid, resamples=resamples)
+        if fd is None:
+            continue
+        rows, ns = density_table(fd)
+        table = Table(*rows[0], "n", title=f"run {rid}: accuracy by frames per clip")
+        for r, n in zip(rows, ns, strict=True):
+            table.add_row(*(str(v) for v in r.values()), str(n))
+        console.print(table)
+        _note([r.accuracy for r in fd.rows], [r.change_pp for r in fd.rows])
 
 
 @app.command("compare-gold")
 def compare_gold_cmd(
     ctx: typer.Context,
     run: Annotated[str, typer.Argument(help="Run id.")],
+    reference: Annotated[
+        str,
+        typer.Option(
+            "--reference",
+            help="labels: score against each arm's own tier-1 labels (every retained "
+            "annotator's labels a reference of their arm; SteelBench's design). gold: score "
+            "on the run's gold sliced by provenance (blind gold = blind consensus only). "
+            "auto: labels where the store holds tier-1 labels of the run's items, else gold.",
+        ),
+    ] = "auto",
     resamples: ResamplesOpt = None,
     project: ProjectOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Every model's score on blind vs anchored vs VLM-sourced gold, inflation in pp with CIs."""
-    from truthline.benchmark import compare_gold
+    """Every model's score against blind vs anchored vs VLM-sourced references, the inflation
+    over blind in pp with CIs, and the mean inflation over models with its CI."""
+    from truthline.benchmark import compare_gold, compare_labels
 
+    if reference not in ("auto", "labels", "gold"):
+        raise typer.BadParameter("use auto, labels or gold", param_hint="--reference")
     ws, proj = ws_project(ctx, project)
-    data = compare_gold(ws.store, proj, run, resamples=resamples)
+    data = None
+    if reference != "gold":
+        data = compare_labels(ws.store, proj, run, resamples=resamples)
+        if not data.models and reference == "auto":
+            data = None
+    if data is None:
+        data = compare_gold(ws.store, proj, run, resamples=resamples)
+    reference = data.reference
 
     def pp(d: dict | None) -> str:
         from truthline.stats import fmt_ci
@@ -260,7 +341,7 @@ def compare_gold_cmd(
             "vlm-sourced",
             "inflation (pp)",
             "vlm-sourced - blind (pp)",
-            title=f"run {run}: scores by gold provenance",
+            title=f"run {run}: scores by {'label' if reference == 'labels' else 'gold'} provenance",
         )
         for m in data.models:
             table.add_row(
@@ -274,10 +355,14 @@ def compare_gold_cmd(
         console.print(table)
         _note([m.as_dict() for m in data.models])  # every interval of the rows
         if data.mean_inflation_pp is not None:
+            mean = data.mean_inflation_anchored_ci
             console.print(
-                f"higher on anchored gold: {data.higher_on_anchored}; "
-                f"mean inflation {data.mean_inflation_pp:+.1f} pp"
+                f"higher on anchored {reference}: {data.higher_on_anchored}; mean inflation "
+                + (pp(mean) if mean else f"{data.mean_inflation_pp:+.1f}")
+                + " pp"
             )
+        if not data.models and reference == "labels":
+            console.print("no tier-1 labels of this run's items in the store; try --reference gold")
 
     emit(data.as_dict(), as_json, render)
 

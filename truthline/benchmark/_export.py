@@ -43,6 +43,7 @@ from sqlalchemy import func, select
 from truthline import __version__
 from truthline._names import inside
 from truthline.benchmark._card import dataset_card
+from truthline.benchmark._composition import composition
 from truthline.benchmark._gold import GoldItem, insert_snapshot, load_gold
 from truthline.benchmark._release import (
     PublicRow,
@@ -188,7 +189,8 @@ def export_release(
         "items": info["splits"],
         "test_answers": "withheld" if hide_test_answers else "public",
     }
-    sheet = _write_sheets(out, store, project, gold, targets, names, info, split_rule)
+    counted = [it for it in gold.items if not (hide_test_answers and split_of[it.key] == "test")]
+    sheet = _write_sheets(out, store, project, gold, targets, names, info, split_rule, counted)
     (priv / "annotators.json").write_text(
         json.dumps(dict(sorted(names.people.items())), indent=2), encoding="utf-8"
     )
@@ -341,10 +343,18 @@ def _write_sheets(
     names: _Pseudonyms,
     info: dict[str, Any],
     split_rule: dict[str, Any],
+    counted: list[GoldItem],
 ) -> dict[str, Any]:
     """The dataset card (``public/README.md``, then public checksums) and the datasheet,
-    with every annotator as a pseudonym; returns the datasheet."""
+    with every annotator as a pseudonym; returns the datasheet. Its class table and
+    annotation density count ``counted`` (the items whose answers are public)."""
     sheet = datasheet(store, project, gold, targets)
+    sheet |= composition(project, counted)
+    sheet["composition_of"] = (
+        "all released items"
+        if len(counted) == len(gold.items)
+        else "train split only (test answers withheld)"
+    )
     sheet["exclusions"] = [
         {"annotator": names.public(e["annotator"]), "reason": e["reason"]}
         for e in sheet["exclusions"]

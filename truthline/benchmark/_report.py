@@ -19,6 +19,8 @@ import pandas as pd
 
 from truthline._registry import Registry
 from truthline.benchmark._across import across_metrics
+from truthline.benchmark._mapper import MAPPER_NOTE, MappedEntry, mapped_entries
+from truthline.benchmark._references import compare_labels
 from truthline.benchmark._results import compare_gold, leaderboard, paired_matrix
 from truthline.benchmark._types import BoardEntry, GoldComparison, PairedMatrix, as_plain
 from truthline.project import Project
@@ -39,14 +41,17 @@ def build_report(
     across models as plain data; ``as_plain`` of it is what ``--json`` prints."""
     board = leaderboard(store, project, run_ids, resamples=resamples)
     gold_cmp = [compare_gold(store, project, r, resamples=resamples) for r in run_ids]
+    labels_cmp = [compare_labels(store, project, r, resamples=resamples) for r in run_ids]
     paired = [paired_matrix(store, project, r, resamples=resamples) for r in run_ids]
     across = [across_metrics(store, project, r, resamples=resamples) for r in run_ids]
     return {
         "runs": run_ids,
         "leaderboard": board,
         "compare_gold": gold_cmp,
+        "compare_labels": labels_cmp,
         "paired": paired,
         "across": across,
+        "mapped": mapped_entries(store, run_ids),
     }
 
 
@@ -88,6 +93,11 @@ class ReportContext:
     def gold(self) -> list[GoldComparison]:
         """Each run's scores by gold provenance (``compare_gold``)."""
         return self.data["compare_gold"]
+
+    @property
+    def labels(self) -> list[GoldComparison]:
+        """Each run's scores against each arm's own labels (``compare_labels``)."""
+        return self.data.get("compare_labels", [])
 
     @property
     def paired(self) -> list[PairedMatrix]:
@@ -173,7 +183,7 @@ def _leaderboard_sections(ctx: ReportContext) -> list[Section]:
     shown = [k for k in _BOARD_METRICS if any(k in m.metrics for m in board)]
     rows = [
         {
-            "model": _label(m),
+            "model": _label(m) + _mapped_by(ctx, m),
             "accuracy [95% CI]": fmt_ci(m.accuracy),
             **{
                 k: (f"{v:.3f}" if isinstance(v, float) else "—")
@@ -307,6 +317,36 @@ def _four_way_sections(ctx: ReportContext) -> list[Section]:
     ]
 
 
+def _frame_density_sections(ctx: ReportContext) -> list[Section]:
+    """Accuracy by frames per clip (``benchmark run --frames``), per run that has it."""
+    from truthline.benchmark._frames import density_table, frame_density
+
+    out = []
+    for rid in ctx.run_ids:
+        fd = frame_density(ctx.store, ctx.project, rid, resamples=ctx.resamples)
+        if fd is None:
+            continue
+        ctx.data.setdefault("frame_density", []).append(fd)
+        rows, ns = density_table(fd)
+        what = f"{fd.field} decisions" if fd.field else "every target decision"
+        out.append(
+            Section.of(
+                f"Accuracy by frames per clip ({rid})",
+                f"The same clips re-sampled from their source videos at k frames (positions "
+                f"i/(k-1) of the clip; k = 1: its centre), all else fixed; accuracy over "
+                f"{what}, and the paired change from {fd.native} frames (re-sampled, else "
+                "the stored frames) on common decisions with the same bootstrap design; "
+                "n: the decisions.",
+                rows,
+                _plot_frames(fd, ctx.files / f"frames_{_safe(rid)}.png"),
+                [r.accuracy for r in fd.rows] + [r.change_pp for r in fd.rows],
+                n=ns,
+                metrics=["accuracy", "paired_difference"],
+            )
+        )
+    return out
+
+
 def _across_run_sections(ctx: ReportContext) -> list[Section]:
     """The metrics across models (ensemble, routing, rank transfer, ...) of each run."""
     return [s for a in ctx.data["across"] for s in across_sections(a)]
@@ -343,9 +383,64 @@ def _paired_sections(ctx: ReportContext) -> list[Section]:
     return out
 
 
+def _mapped_of(ctx: ReportContext, m: BoardEntry) -> MappedEntry | None:
+    for e in ctx.data.get("mapped", []):
+        if e.run_id == m.run_id and (e.model, e.variant, e.condition, e.control) == m.key:
+            return e
+    return None
+
+
+def _mapped_by(ctx: ReportContext, m: BoardEntry) -> str:
+    """`` — mapped by <mapper>`` for an entry whose free-form answers a mapper mapped."""
+    e = _mapped_of(ctx, m)
+    return f" — {e.label}" if e is not None else ""
+
+
+def _mapped_sections(ctx: ReportContext) -> list[Section]:
+    """Free-form (mapped) entries: accuracy beside the mapper's parse rate and noise floor."""
+    rows, n = [], []
+    for m in ctx.board:
+        e = _mapped_of(ctx, m)
+        if e is None:
+            continue
+        p, z = e.parse, e.noise
+        rate = p.get("rate")
+        rows.append(
+            {
+                "model": _label(m),
+                "mapped by": e.label.removeprefix("mapped by "),
+                "mapped accuracy [95% CI]": fmt_ci(m.accuracy),
+                "mapper parse rate": "—" if rate is None else f"{rate:.3f}",
+                "mapper failures": f"{p.get('failures', 0)} of {p.get('asked', 0)}",
+                "model failures": m.model_failure,
+                "mapper noise [95% CI]": fmt_ci(z.get("value")),
+                "noise decisions": z.get("decisions", 0),
+                "run": m.run_id,
+            }
+        )
+        n.append(_board_n(m))
+    if not rows:
+        return []
+    return [
+        Section.of(
+            "Mapped (free-form) entries",
+            "These entries answered in prose, which a mapper model mapped to the fields before "
+            "scoring. Mapper noise: the share of target decisions the same mapper gets wrong "
+            "when it maps the gold itself, written as a fixed plain-text description (a round "
+            "trip; Wilson 95% interval over items). A mapper failure (no parseable mapping) is "
+            "scored wrong and counted apart from the model's failures. " + MAPPER_NOTE,
+            rows,
+            n=n,
+            metrics=["accuracy", "format_rate", "model_failure"],
+        )
+    ]
+
+
 def _compare_gold_sections(ctx: ReportContext) -> list[Section]:
-    """Scores by gold provenance, per run."""
-    return [_compare_gold_section(g, ctx.files) for g in ctx.gold]
+    """Scores by label provenance (the paper's design, where the store holds the labels),
+    then by gold provenance, per run."""
+    by_labels = [_compare_gold_section(g, ctx.files) for g in ctx.labels if g.models]
+    return by_labels + [_compare_gold_section(g, ctx.files) for g in ctx.gold]
 
 
 SECTIONS: list[SectionBuilder] = [
@@ -355,6 +450,8 @@ SECTIONS: list[SectionBuilder] = [
     _safety_sections,
     _calibration_sections,
     _four_way_sections,
+    _frame_density_sections,
+    _mapped_sections,
     # add a section here: ``def _x_sections(ctx: ReportContext) -> list[Section]`` (empty
     # list when the runs have nothing for it), listed where it should appear in the report
     _plugin_sections,  # registered sections: the paper systems' tables (their runs only)
@@ -380,18 +477,32 @@ def _compare_gold_section(g: GoldComparison, files: Path) -> Section:
         }
         for m in g.models
     ]
+    labels = g.reference == "labels"
+    what = "labels" if labels else "gold"
     mean = g.mean_inflation_pp
+    ci = g.mean_inflation_anchored_ci
     text = (
-        f"Higher on anchored gold: {g.higher_on_anchored} models; mean inflation {mean:+.1f} pp."
+        f"Higher on anchored {what}: {g.higher_on_anchored} models; mean inflation "
+        + (_fmt_pp(ci) if ci else f"{mean:+.1f}")
+        + " pp."
         if mean is not None
-        else "No blind/anchored split in this gold."
+        else f"No blind/anchored split in these {what}."
     )
+    if labels:
+        text += (
+            " Same answers, different references: every retained tier-1 annotator's labels are "
+            "a reference of their own arm (blind, anchored; VLM-sourced = the anchored labels "
+            "that kept the prefill's value), one paired draw over the design for all models."
+            " n: the items of each slice."
+        )
+    else:
+        text += " n: the items of each gold slice (blind / anchored / VLM-sourced)."
     slices = (Slice.BLIND, Slice.ANCHORED, Slice.VLM_SOURCED)
     return Section.of(
-        f"Scores by gold provenance ({g.run_id})",
-        text + " n: the items of each gold slice (blind / anchored / VLM-sourced).",
+        f"Scores by {'label' if labels else 'gold'} provenance ({g.run_id})",
+        text,
         grow,
-        _plot_provenance(g, files / f"provenance_{_safe(g.run_id)}.png"),
+        _plot_provenance(g, files / f"provenance_{what}_{_safe(g.run_id)}.png"),
         [g.as_dict()],  # the design note reads the intervals in the JSON form
         n=[
             " / ".join("–" if _items(m.ci(s)) is None else str(_items(m.ci(s))) for s in slices)
@@ -771,6 +882,25 @@ def _plot_calibration(cal: dict[str, list[dict[str, Any]]], path: Path) -> Figur
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
     ax.set_xlabel("stated confidence")
     ax.set_ylabel("accuracy")
+    ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
+def _plot_frames(fd: Any, path: Path) -> Figure:
+    """Accuracy vs frames per clip, one line per model (Figure 11's shape)."""
+    fig, ax = _fig()
+    by: dict[str, list[tuple[int, float]]] = {}
+    for r in fd.rows:
+        if r.frames is not None and r.accuracy:
+            by.setdefault(r.model_label, []).append((r.frames, r.accuracy["point"]))
+    for name, pts in by.items():
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
+    ax.set_xscale("log", base=2)
+    ks = sorted({r.frames for r in fd.rows if r.frames is not None})
+    ax.set_xticks(ks, [str(k) for k in ks])
+    ax.set_xlabel("frames per clip")
+    ax.set_ylabel("accuracy")
+    ax.set_ylim(0, 1)
     ax.legend(fontsize=7)
     return _save(fig, path)
 

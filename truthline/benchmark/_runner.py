@@ -15,12 +15,14 @@ import json
 import random
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
 
 from truthline import __version__
+from truthline.benchmark import _mapper
 from truthline.benchmark._baselines import rule_error, support_of
 from truthline.benchmark._gold import Gold, GoldItem, load_gold
 from truthline.benchmark._scoring import answer_fields, leaf_of, score_answer
@@ -50,6 +52,13 @@ class RunConfig:
     max_failures: int | None = 5
     """Consecutive unfixable failures (endpoint down, key rejected) that stop the run."""
     extra: dict[str, Any] = field(default_factory=dict)
+    frames: int | None = None
+    """Re-sample each clip at this many frames from its source video (the frame-density
+    ablation, ``_frames``); the entry's control becomes ``frames:<k>``."""
+    video_root: Path | None = None
+    """The folder the clips' source videos were mined from (``frames`` only)."""
+    frames_dir: Path | None = None
+    """Where re-sampled frames are cached (default: ``<item media root>/resampled``)."""
 
 
 def targets_of(project: Project, gold: Gold) -> list[str]:
@@ -361,6 +370,15 @@ def run_benchmark(
         raise TruthlineError(f"unknown condition {cfg.condition!r} (use base or gt)")
     if cfg.control not in CONTROLS:
         raise TruthlineError(f"unknown control {cfg.control!r} (use no-image or reorder)")
+    if cfg.frames is not None:  # the frame-density ablation: its own entry per density
+        from truthline.benchmark._frames import frames_control, positions
+
+        if cfg.control:
+            raise TruthlineError(
+                f"--frames re-samples the clips; it takes no --control {cfg.control}"
+            )
+        positions(cfg.frames)  # raises on k < 1
+        cfg = replace(cfg, control=frames_control(cfg.frames))
     if not cfg.models:
         raise TruthlineError("give at least one --model SPEC")
     check_metric_names(project)  # before any model is asked: a typo costs nothing
@@ -395,6 +413,10 @@ def run_benchmark(
                 + ", ".join(f"{k}: {len(v)}" for k, v in sorted(excluded.items()))
                 + "): only a verified reading of the probe's own image anchor can be given"
             )
+    if cfg.frames is not None:  # cached: a resumed run decodes nothing
+        from truthline.benchmark._frames import resample_items
+
+        items = resample_items(items, cfg.frames, cfg.video_root, cfg.frames_dir)
     run_id = cfg.run_id or default_run_id(project, gold, cfg)
     manifest = _open_run(store, project, run_id, gold, cfg, targets)
     seed = project.benchmark.seed
@@ -426,6 +448,8 @@ def run_benchmark(
             seed=seed,
             support=support,
         )
+        stage = _mapper.stage_for(project, cfg, targets, _scores, progress)
+        _mapper.ask_free_text(stage, reqs)  # a free-form (mapped) variant asks for prose
         prompt_hashes = sorted({json_hash([r.system, r.user]) for r in reqs})
 
         entry_key = f"{alias}|{variant}|{cfg.condition}|{cfg.control}"
@@ -439,7 +463,7 @@ def run_benchmark(
                 max_cost=cfg.max_cost,
                 retry_missing=cfg.retry_missing,
                 progress=progress,
-                persist=persist,
+                persist=None if stage is not None else persist,
                 max_failures=cfg.max_failures,
             )
         except EndpointFailingError:  # the endpoint kept failing: close the run as partial
@@ -448,7 +472,10 @@ def run_benchmark(
             )["not_run"] = len(reqs)
             _close_run(store, run_id, manifest)
             raise
+        key = (alias, variant, cfg.condition, cfg.control)
+        results = _mapper.map_stage(store, stage, run_id, key, reqs, results, by_id)
         entry = manifest["entries"].get(entry_key) or _entry(alias, spec, variant, cfg, [])
+        _mapper.record(store, stage, run_id, key, items, entry, results)
         if cfg.condition == "gt":
             entry["gt_support"] = {
                 "given": given_fields(project),
@@ -463,6 +490,8 @@ def run_benchmark(
                 {"reorder": REORDER}
                 if cfg.control == "reorder"
                 else {"no-image": "no attachment; the prompt says so"}
+                if cfg.control == "no-image"
+                else {"frames": cfg.frames, "positions": "i/(k-1) of the clip; k=1: its centre"}
             )
         entry["prompt_hashes"] = sorted(set(entry["prompt_hashes"]) | set(prompt_hashes))
         entry["settings"] = reqs[0].settings if reqs else entry.get("settings")

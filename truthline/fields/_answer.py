@@ -13,6 +13,11 @@ A reply is read under one **answer grammar**, the one the question declares:
 * ``digit``: a bare integer (``1``/``0`` for SynDORBench's presence question): optional
   outer whitespace, an optional ``-``, digits and nothing else, so ``1.``, ``"1"`` and
   ``Answer: 1`` are grammar failures.
+* ``text``: free-form prose (a mapped prompt variant's open description, seeds/001 App.
+  E.2's V2): the whole reply, outer whitespace dropped; only an empty reply fails. No
+  field declares it; it is never scored as it stands: a mapper model maps it to the
+  fields first (``truthline.benchmark._mapper``). :func:`describe_answer` writes values
+  in a fixed prose form and :func:`read_description` reads that form back.
 
 A field declares its grammar in the project (``[fields.present] answer = "digit"``); it is
 the grammar of a question that asks that field alone. A question asking several fields is
@@ -45,6 +50,16 @@ GRAMMARS: dict[str, frozenset[str] | None] = {
 }
 """Answer grammars and the field types each can carry (None: every type)."""
 _ATTR = "answer_grammar"
+
+FREE_FORM = "text"
+"""The grammar of a free-form (mapped) variant's question. No field declares it (a field's
+own bare answer is a ``label``): the benchmark binds it to the question's one prose field
+(:func:`bind_free_form`)."""
+
+
+def bind_free_form(ft: FieldType) -> None:
+    """Read answers to ``ft`` (a text field asked alone) as free-form prose."""
+    setattr(ft, _ATTR, FREE_FORM)
 
 
 def _no_dup_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -178,6 +193,8 @@ def parse_bare(grammar: str, text: str | None) -> Any:
         if "\n" in stripped or not _LABEL.fullmatch(label):
             raise AnswerFormatError("not_a_label", f"not a bare label: {stripped[:40]!r}")
         return label
+    if grammar == FREE_FORM:
+        return stripped
     raise AnswerFormatError("grammar", f"{grammar!r} is not a bare answer grammar")
 
 
@@ -203,3 +220,127 @@ def render_answer(fields: Mapping[str, FieldType], values: Mapping[str, Any]) ->
     if grammar == "digit":
         return str(int(value))
     return str(value)
+
+
+# -- prose ------------------------------------------------------------------------------------
+_SCALAR_LINE = re.compile(r"^The (?P<label>.+?) is (?P<value>.*)\.$")
+_ENTITY_LINE = re.compile(r"^(?P<noun>\S+) (?P<eid>\S+): (?P<body>.*)\.$")
+
+
+def _label(name: str) -> str:
+    return name.replace("_", " ")
+
+
+def _noun(list_name: str) -> str:
+    """``workers`` -> ``Worker``: what one entity of a list is called in prose."""
+    word = list_name[:-1] if list_name.endswith("s") and len(list_name) > 1 else list_name
+    return _label(word).capitalize().replace(" ", "-")
+
+
+def _class_names(ft: FieldType) -> dict[str, str]:
+    """Taxonomy code -> class name of a choice field (prose names the class, not its code)."""
+    tax = ft.taxonomies.get(getattr(ft.spec, "taxonomy", None) or "")
+    return {c.code: c.name for c in tax.classes if c.name} if tax is not None else {}
+
+
+def _prose_value(ft: FieldType, value: Any) -> str:
+    from truthline.fields._scalar import Boolean
+
+    if isinstance(ft, Boolean):
+        return "yes" if value else "no"
+    if isinstance(value, list):
+        names = _class_names(ft)
+        return ", ".join(_label(names.get(str(v), str(v))) for v in value) or "none"
+    if isinstance(value, str):
+        names = _class_names(ft)
+        text = names.get(value, value if ft.categories() is None else _label(value))
+        return " ".join(text.replace(";", ",").split()).rstrip(".")
+    return str(value)
+
+
+def _prosable(ft: FieldType) -> bool:
+    """Fields prose can carry: not geometry (a region's box is no sentence)."""
+    return ft.name != "region"
+
+
+def describe_answer(fields: Mapping[str, FieldType], values: Mapping[str, Any]) -> str:
+    """A deterministic plain-text description of ``values`` (one line per scalar field and
+    per entity): the free-form form of an answer, e.g. ``The worker count is 2.`` and
+    ``Worker P1: action is walking; helmet is worn; safety violation is no.``. Class codes
+    are written as their taxonomy names and choices with spaces, so the text names no code
+    a mapper could copy. :func:`read_description` reads it back."""
+    lines: list[str] = []
+    for name, ft in fields.items():
+        value = values.get(name)
+        subs = getattr(ft, "subfields", None)
+        if subs is None:
+            if value is not None and value != "" and _prosable(ft):
+                lines.append(f"The {_label(name)} is {_prose_value(ft, value)}.")
+            continue
+        key = getattr(ft.spec, "key", None)
+        for i, ent in enumerate(value or []):
+            if not isinstance(ent, Mapping):
+                continue
+            eid = str(ent.get(key) if key else i + 1).replace(" ", "_")
+            parts = [
+                f"{_label(sub)} is {_prose_value(sft, ent[sub])}"
+                for sub, sft in subs.items()
+                if sub != key and ent.get(sub) not in (None, "") and _prosable(sft)
+            ]
+            lines.append(f"{_noun(name)} {eid}: {'; '.join(parts) or 'present'}.")
+    return "\n".join(lines)
+
+
+def _read_value(ft: FieldType, text: str) -> Any:
+    from truthline.fields._scalar import Boolean, Number
+
+    if isinstance(ft, Boolean):
+        return {"yes": True, "no": False}.get(text, text)
+    if isinstance(ft, Number):
+        try:
+            return int(text) if re.fullmatch(r"-?\d+", text) else float(text)
+        except ValueError:
+            return text
+    cats = ft.categories()
+    if cats is None:
+        return text
+    spaced = {_label(str(c)).casefold(): c for c in cats}
+    names = {n.casefold(): c for c, n in _class_names(ft).items()}
+
+    def one(t: str) -> Any:
+        k = t.strip().casefold()
+        return names.get(k, spaced.get(k, t.strip()))
+
+    if ft.name == "multi_choice":
+        return [] if text == "none" else [one(t) for t in text.split(",")]
+    return one(text)
+
+
+def read_description(fields: Mapping[str, FieldType], text: str) -> dict[str, Any]:
+    """The answer values a :func:`describe_answer` text gives (raw: ``parse_fields``
+    validates them); lines it does not recognise are ignored."""
+    out: dict[str, Any] = {}
+    by_label = {_label(n): n for n, ft in fields.items() if getattr(ft, "subfields", None) is None}
+    lists = {_noun(n): n for n, ft in fields.items() if getattr(ft, "subfields", None) is not None}
+    for line in (x.strip() for x in text.splitlines()):
+        m = _SCALAR_LINE.match(line)
+        if m and m["label"] in by_label:
+            name = by_label[m["label"]]
+            out[name] = _read_value(fields[name], m["value"])
+            continue
+        m = _ENTITY_LINE.match(line)
+        if not m or m["noun"] not in lists:
+            continue
+        name = lists[m["noun"]]
+        ft = fields[name]
+        subs = getattr(ft, "subfields", {})
+        key = getattr(ft.spec, "key", None)
+        ent: dict[str, Any] = {key: m["eid"]} if key else {}
+        sub_by_label = {_label(s): s for s in subs}
+        for part in m["body"].split("; "):
+            label, sep, value = part.partition(" is ")
+            if sep and label in sub_by_label:
+                sub = sub_by_label[label]
+                ent[sub] = _read_value(subs[sub], value)
+        out.setdefault(name, []).append(ent)
+    return out

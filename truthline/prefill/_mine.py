@@ -227,6 +227,9 @@ def find_clips(
                         n_frames=n_frames,
                         thumb=near.thumb,
                         max_conf=max(s.conf for s in part),
+                        # the most persons detected in one sampled frame: the clip's worker
+                        # count for a project's annotation layers ([layers] count column)
+                        meta={"persons": max(s.persons for s in part)},
                     )
                 )
         run.clear()

@@ -23,6 +23,7 @@ from truthline.fields import (
     grammar_problem,
     registered_field_types,
 )
+from truthline.project._layers import layer_problems
 from truthline.project._model import Project
 
 DEFINITION_NAMES = ("project.toml", "project.yaml", "project.yml")
@@ -39,6 +40,8 @@ def _pyd_problems(exc: ValidationError, prefix: str = "") -> list[tuple[str, str
     out = []
     for err in exc.errors():
         path = _loc(err["loc"])
+        if path.startswith("prompts.mapped."):  # a table variant is declared in variants
+            path = "prompts.variants." + path.removeprefix("prompts.mapped.")
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown setting (check the spelling)"
@@ -185,6 +188,45 @@ def _check_choice(
         problems.append((f"{path}.choices", "duplicate choices"))
 
 
+_SPEC = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*:\S")
+"""What a model spec starts with (``KIND:NAME``); the model layer parses the rest."""
+
+
+def _check_mapped(project: Project, problems: list[tuple[str, str]]) -> None:
+    """A table variant with a free-form answer names its mapper and the mapper's prompt;
+    a mapper maps only free-form text."""
+    for name, m in project.prompts.mapped.items():
+        where = f"prompts.variants.{name}"
+        if m.answer == "text" and not m.mapper:
+            problems.append(
+                (
+                    f"{where}.mapper",
+                    'a free-form (answer = "text") variant needs a mapper: the model spec '
+                    'that maps its prose to the fields, e.g. mapper = "openai:gpt-4o-mini"',
+                )
+            )
+        if m.mapper and m.answer != "text":
+            problems.append(
+                (f"{where}.answer", 'a mapper maps free-form answers: set answer = "text"')
+            )
+        if m.mapper and not _SPEC.match(m.mapper):
+            problems.append(
+                (
+                    f"{where}.mapper",
+                    f"{m.mapper!r} is not a model spec (KIND:NAME, e.g. openai:gpt-4o-mini "
+                    "or simulated:mapper)",
+                )
+            )
+        if m.mapper and not m.mapper_prompt:
+            problems.append(
+                (f"{where}.mapper_prompt", "name the mapper's prompt template (a file path)")
+            )
+        if m.answer == "text" and name in project.benchmark.questions:
+            problems.append(
+                (f"benchmark.questions.{name}", "a free-form variant cannot be a question")
+            )
+
+
 def validate_data(data: dict[str, Any], file: str, base: Path | None = None) -> Project:
     """Validate a raw definition mapping; raises ProjectError listing every problem."""
     problems: list[tuple[str, str]] = []
@@ -282,10 +324,20 @@ def validate_data(data: dict[str, Any], file: str, base: Path | None = None) -> 
                     problems.append((f"benchmark.questions.{q}.{i}", f"unknown field {t!r}"))
         if project.benchmark.conditions and not project.benchmark.conditions.order:
             problems.append(("benchmark.conditions.order", "list the conditions, clearest first"))
+        if project.layers is not None:
+            problems += layer_problems(project, project.layers)
 
+    _check_mapped(project, problems)
     if base is not None:
         refs = [("prompts.system", project.prompts.system), ("prompts.user", project.prompts.user)]
-        refs += [(f"prompts.variants.{k}", v) for k, v in project.prompts.variants.items()]
+        refs += [
+            (f"prompts.variants.{k}" + (".template" if k in project.prompts.mapped else ""), v)
+            for k, v in project.prompts.variants.items()
+        ]
+        refs += [
+            (f"prompts.variants.{k}.mapper_prompt", m.mapper_prompt)
+            for k, m in project.prompts.mapped.items()
+        ]
         for where, rel in refs:
             if rel and not (base / rel).is_file():
                 problems.append((where, f"prompt template {rel!r} not found beside the definition"))

@@ -6,10 +6,20 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from truthline._names import MAX_NAME, PROJECT_NAME
 from truthline.fields import FieldSpec, FieldType
+from truthline.project._layers import Layers
 
 _INDEX = re.compile(r"\[[^\]]*\]")  # entity indices in a decision path: workers[P1]
 SPDX_ID = re.compile(r"^(?:LicenseRef-[A-Za-z0-9.-]+|[A-Za-z0-9](?:[A-Za-z0-9.+-]*[A-Za-z0-9+])?)$")
@@ -50,13 +60,64 @@ class Taxonomy(_Strict):
         return None
 
 
+class MappedVariant(_Strict):
+    """A prompt variant declared as a table (seeds/001 App. E.2's V2): its template, the
+    grammar its answer comes in and, for a free-form (``text``) answer, the mapper model
+    that maps the prose to the fields before scoring."""
+
+    template: str
+    answer: Literal["json", "text"] = "json"
+    mapper: str | None = None
+    """Model spec of the mapper (``openai:gpt-4o-mini``, ``simulated:mapper``)."""
+    mapper_prompt: str | None = None
+    """The mapper's user template, beside the definition (context: ``description``,
+    ``fields``, ``taxonomies``, ``project``)."""
+
+
 class Prompts(_Strict):
     """Prompt templates (Jinja2 files beside the definition)."""
 
     system: str | None = None
     user: str | None = None
     variants: dict[str, str] = {}
-    """Benchmark prompt variants: name -> user template file."""
+    """Benchmark prompt variants: name -> user template file. A variant given as a table
+    (``[prompts.variants.v2] template = ...; answer = "text"; mapper = ...``) keeps its
+    template here and the rest in ``mapped``."""
+    mapped: dict[str, MappedVariant] = {}
+    """Variants declared as tables, by name (filled from ``variants``; the loader reports
+    their problems under ``prompts.variants.NAME``)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _split_tables(cls, data: Any) -> Any:
+        """Keep ``variants`` name -> template for every reader; move tables to ``mapped``."""
+        if not isinstance(data, dict) or not isinstance(data.get("variants"), dict):
+            return data
+        variants, mapped = {}, dict(data.get("mapped") or {})
+        for name, v in data["variants"].items():
+            if isinstance(v, dict):
+                mapped[name] = v
+                tpl = v.get("template")
+                variants[name] = tpl if isinstance(tpl, str) else ""
+            else:
+                variants[name] = v
+        return {**data, "variants": variants, "mapped": mapped}
+
+    @model_serializer(mode="wrap")
+    def _as_declared(self, handler: Any) -> Any:
+        """Dump table variants back as tables in ``variants`` (the declared form), so a
+        definition without them dumps exactly as before."""
+        out = handler(self)
+        if isinstance(out, dict):
+            mapped = out.pop("mapped", None) or {}
+            if mapped:
+                out["variants"] = {**out.get("variants", {}), **mapped}
+        return out
+
+    def mapper_of(self, variant: str | None) -> MappedVariant | None:
+        """The declaration of ``variant`` when its free-form answer is mapped (else None)."""
+        spec = self.mapped.get(variant) if variant else None
+        return spec if spec is not None and spec.answer == "text" and spec.mapper else None
 
 
 class ImagePolicy(_Strict):
@@ -155,6 +216,9 @@ class Project(_Strict):
     image_policy: ImagePolicy = ImagePolicy()
     audit: AuditSettings = AuditSettings()
     benchmark: BenchmarkSettings = BenchmarkSettings()
+    layers: Layers | None = None
+    """Annotation layers: an item's entity count decides whether it asks the entity list
+    (``_layers``; SteelBench Layer 1 / Layer 2)."""
 
     @field_validator("license")
     @classmethod

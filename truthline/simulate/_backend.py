@@ -7,6 +7,9 @@ Answers come from ``simulated_raw`` (deterministic per item and prompt); rows it
 carry ``simulated = True``. Token counts are estimates (4 characters per token, 85 per
 image) so cost and budget logic can be exercised with a ``price_in``/``price_out`` option;
 the default price is zero.
+
+``simulated:mapper`` (``;error=RATE;fail=RATE``) is a SIMULATED mapper for free-form
+variants: it reads SIMULATED prose back and errs at the declared rates (``SimMapper``).
 """
 
 from __future__ import annotations
@@ -19,8 +22,15 @@ from typing import Any
 from sqlalchemy import select
 
 from truthline.errors import TruthlineError
+from truthline.fields import request_grammar
 from truthline.models import Backend, Completion, ModelRequest, backend
-from truthline.simulate._vlm import get_profile, simulated_raw
+from truthline.simulate._vlm import (
+    MAPPERS,
+    get_profile,
+    simulated_mapping,
+    simulated_prose,
+    simulated_raw,
+)
 from truthline.store import tables
 
 
@@ -31,10 +41,15 @@ class SimulatedBackend(Backend):
 
     def __init__(self, spec):
         super().__init__(spec)
-        try:
-            get_profile(spec.name)
-        except KeyError as exc:
-            raise TruthlineError(f"model spec {spec.text!r}: {exc.args[0]}") from None
+        self._mapper = MAPPERS.get(spec.name)() if spec.name in MAPPERS else None
+        if self._mapper is None:
+            try:
+                get_profile(spec.name)
+            except KeyError as exc:
+                known = ", ".join(MAPPERS.names())
+                raise TruthlineError(
+                    f"model spec {spec.text!r}: {exc.args[0]}; SIMULATED mappers: {known}"
+                ) from None
         self._projects: dict[str, Any] = {}
         self._truth: dict[Any, Any] = {}
 
@@ -66,12 +81,40 @@ class SimulatedBackend(Backend):
         return self._projects[req.project]
 
     async def complete(self, request: ModelRequest) -> Completion:
-        truth = self.truth_of(request)
-        text = simulated_raw(
-            self.spec.name, truth, self._project(request), key_of(request), request.fields
-        )
+        if self._mapper is not None:
+            text = self._map(request)
+        elif request_grammar(request.fields) == "text":  # a free-form variant: prose
+            project = self._project(request)
+            text = simulated_prose(self.spec.name, self.truth_of(request), project, key_of(request))
+        else:
+            truth = self.truth_of(request)
+            text = simulated_raw(
+                self.spec.name, truth, self._project(request), key_of(request), request.fields
+            )
         tokens_in = (len(request.user) + len(request.system or "")) // 4 + 85 * len(request.images)
         return Completion(text=text, tokens_in=tokens_in, tokens_out=len(text) // 4)
+
+    def _map(self, request: ModelRequest) -> str:
+        """A SIMULATED mapper's answer: the prose it is asked to map (the request's
+        ``mapper_input``, also in its prompt) read back, with the declared error rates."""
+        assert self._mapper is not None
+        prose = request.context.get("mapper_input")
+        if not isinstance(prose, str):
+            raise TruthlineError(
+                f"simulated mapper {self.spec.alias}: the request carries no mapper_input "
+                "(a SIMULATED mapper only maps the benchmark's free-form answers)"
+            )
+        error = self.spec.opt_float("error", self._mapper.error)
+        fail = self.spec.opt_float("fail", self._mapper.fail)
+        return simulated_mapping(
+            self._mapper,
+            self.spec.name,
+            prose,
+            request.fields,
+            key_of(request),
+            float(error or 0.0),
+            float(fail or 0.0),
+        )
 
 
 def _store_truth(store: Any, project: str) -> dict[int, Any]:

@@ -455,3 +455,82 @@ def simulated_raw(
         return "I think the workers are fine. (SIMULATED unparseable answer)"
     answer = simulated_answer(profile, truth, project, key)
     return json.dumps(answer) if fields is None else render_answer(fields, answer)
+
+
+# -- SIMULATED free-form answers and mappers (seeds/001 App. E.2, V2) ---------------------------
+def simulated_prose(profile: str, truth: dict[str, Any], project: Any, key: str) -> str:
+    """The SIMULATED model's free-form answer: its answer (the same errors as its JSON
+    answer) described in prose (``describe_answer``), for a variant asking free text."""
+    from truthline.fields._answer import describe_answer
+
+    prof = get_profile(profile)
+    if prof.format_failure and seeded_rng(profile, key, "format").random() < prof.format_failure:
+        return ""  # a SIMULATED empty answer: the model's own failure, not the mapper's
+    return describe_answer(project.field_types, simulated_answer(profile, truth, project, key))
+
+
+@dataclass(frozen=True)
+class SimMapper:
+    """A SIMULATED mapper: reads SIMULATED prose back (``read_description``) and errs on a
+    declared share of the decisions; the spec's ``error=`` and ``fail=`` options override."""
+
+    description: str = ""
+    error: float = 0.05
+    """P(a decision is mapped to a wrong value)."""
+    fail: float = 0.0
+    """P(the mapper's answer is not JSON): a mapper failure."""
+
+
+MAPPERS: Registry[Callable[[], SimMapper]] = Registry("simulated mapper")
+
+
+@MAPPERS.register("mapper")
+def _mapper() -> SimMapper:
+    return SimMapper(description="SIMULATED mapper: maps SIMULATED prose back to the fields")
+
+
+def simulated_mapping(
+    mapper: SimMapper, name: str, prose: str, fields: Any, key: str, error: float, fail: float
+) -> str:
+    """The SIMULATED mapper's raw answer for ``prose``: JSON of the values it reads, each
+    decision wrong with probability ``error`` (seeded per key and decision), or garbage
+    with probability ``fail``."""
+    import json
+
+    from truthline.fields._answer import read_description
+
+    if fail and seeded_rng("mapper", name, key, "fail").random() < fail:
+        return "SIMULATED mapper: I could not map this description."
+    values = read_description(fields, prose)
+    for fname, ft in fields.items():
+        if fname not in values:
+            continue
+        if isinstance(ft, EntityList):
+            for ent in values[fname]:
+                eid = str(ent.get(ft.spec.key or "", ""))
+                for sub, sft in ft.subfields.items():
+                    if sub in ent and sub != ft.spec.key:
+                        rng = seeded_rng("mapper", name, key, eid, sub)
+                        ent[sub] = _mis_map(sft, ent[sub], rng, error)
+        else:
+            values[fname] = _mis_map(
+                ft, values[fname], seeded_rng("mapper", name, key, fname), error
+            )
+    return json.dumps(values)
+
+
+def _mis_map(ft: FieldType, value: Any, rng: random.Random, error: float) -> Any:
+    """``value``, or with probability ``error`` a different value of the field."""
+    if rng.random() >= error or isinstance(ft, Text | Reading | Region):
+        return value
+    if isinstance(ft, Boolean):
+        return not value if isinstance(value, bool) else value
+    if isinstance(ft, Number):
+        return value + 1 if isinstance(value, int | float) else value
+    cats = [c for c in (ft.categories() or [])]
+    if isinstance(ft, MultiChoice):
+        cur = set(value) if isinstance(value, list) else set()
+        flip = rng.choice(cats) if cats else None
+        return sorted(cur ^ {flip}) if flip is not None else value
+    others = [c for c in cats if c != value]
+    return rng.choice(others) if others else value

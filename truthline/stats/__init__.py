@@ -84,6 +84,7 @@ from truthline.stats._ranks import (
 from truthline.stats._ratings import AgreementError, Ratings, as_ratings, from_counts, from_long
 from truthline.stats._resample import multiplicity_blocks
 from truthline.stats._store import ratings_from_store
+from truthline.stats._store_design import StoreDesign, declared_design
 from truthline.stats._structure import (
     RaterVsMajority,
     ScorerReport,
@@ -108,6 +109,7 @@ __all__ = [
     "Ratings",
     "Routing",
     "ScorerReport",
+    "StoreDesign",
     "ToleranceWeights",
     "agreement",
     "agreement_weights",
@@ -120,6 +122,7 @@ __all__ = [
     "coefficient",
     "coefficient_ci",
     "cohen_kappa",
+    "declared_design",
     "design",
     "design_ci",
     "design_label",

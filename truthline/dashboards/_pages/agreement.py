@@ -26,6 +26,9 @@ DEFAULT_COEFS = ["alpha", "ac1", "pairwise"]
 ARMS = {"all arms": None, "blind": Arm.BLIND, "anchored": Arm.ANCHORED}
 """The arm filter: label -> arm (``None``: every arm)."""
 MEASURES = {"kappa": "Cohen's kappa", "agreement": "raw agreement"}
+DESIGNS = {"declared design": None, "items only": "none"}
+"""The resampling control: label -> the cluster/strata override ``declared_design`` takes
+(``None``: the project's declared cluster and strata, as ``truthline stats agreement``)."""
 
 
 def _fields(ctx: Context) -> list[str]:
@@ -99,10 +102,13 @@ def _ratings(
     arm: str | None,
     stratum: tuple[str, str] | None,
     annotators: tuple[str, ...] | None = None,
+    design: str = "declared design",
 ):
     """Units x annotators for one field, restricted to the items of one stratum value and
-    (``annotators``) to some annotators; units no chosen annotator rated are dropped."""
-    from truthline.stats import AgreementError, ratings_from_store
+    (``annotators``) to some annotators; units no chosen annotator rated are dropped. The
+    ratings carry the resampling ``design`` (``declared_design``: the project's cluster and
+    strata, or items only) and it comes back as the third value."""
+    from truthline.stats import AgreementError, declared_design, ratings_from_store
 
     r, ft = ratings_from_store(ctx.store, ctx.project, field, arm=arm, tier=1)
     if annotators is not None:
@@ -127,9 +133,10 @@ def _ratings(
         if not keep:
             raise AgreementError(f"no {field} ratings on items with {col}={val}")
         r = r.subset(units=np.asarray(keep, dtype=np.int64))
-        parents = [parents[i] for i in keep] if parents else None
-    clusters = parents if parents and all(p is not None for p in parents) else None
-    return r, ft, clusters
+        if parents:
+            r.meta["parents"] = [parents[i] for i in keep]
+    override = DESIGNS[design]
+    return r, ft, declared_design(ctx.store, ctx.project, r, override, override)
 
 
 def field_agreement(
@@ -139,21 +146,16 @@ def field_agreement(
     stratum: tuple[str, str] | None,
     coefs: tuple[str, ...],
     annotators: tuple[str, ...] | None = None,
+    design: str = "declared design",
 ) -> dict[str, Any]:
-    """Coefficients, rater-vs-majority and group confusion for one field (plain data)."""
+    """Coefficients, rater-vs-majority and group confusion for one field (plain data),
+    resampled under ``design`` (the ratings' clusters and strata)."""
     from truthline.stats import AgreementError, agreement, disagreement_structure, leave_one_out
 
     cfg = ctx.project.audit
     try:
-        r, ft, clusters = _ratings(ctx, field, arm, stratum, annotators)
-        res = agreement(
-            r,
-            list(coefs),
-            level=str(ft.level),
-            resamples=cfg.resamples,
-            seed=cfg.seed,
-            clusters=clusters,
-        )
+        r, ft, used = _ratings(ctx, field, arm, stratum, annotators, design)
+        res = agreement(r, list(coefs), level=str(ft.level), resamples=cfg.resamples, seed=cfg.seed)
     except AgreementError as exc:
         return {"field": field, "error": str(exc)}
     out: dict[str, Any] = {
@@ -161,12 +163,12 @@ def field_agreement(
         "units": r.n_units,
         "raters": list(map(str, r.raters)),
         "coefficients": [x.as_dict() for x in res],
+        "design": used.words(),
     }
     if ft.level in ("nominal", "ordinal"):
         try:
-            out["loo"] = [
-                x.as_dict()
-                for x in leave_one_out(r, resamples=cfg.resamples, seed=cfg.seed, clusters=clusters)
+            out["loo"] = [  # clusters only: the rater-vs-majority CI takes no strata
+                x.as_dict() for x in leave_one_out(r, resamples=cfg.resamples, seed=cfg.seed)
             ]
         except AgreementError as exc:
             out["loo_error"] = str(exc)
@@ -277,8 +279,21 @@ def agreement_page(ctx: Context) -> None:
     if strat_label != "all items":
         col, _, val = strat_label.partition("=")
         stratum = (col, val)
-    coefs = st.multiselect(
+    c4, c5 = st.columns([3, 2])
+    coefs = c4.multiselect(
         "Coefficients", list(registered_coefficients()), default=DEFAULT_COEFS, key="agr-coefs"
+    )
+    design = str(
+        c5.radio(
+            "Resampling",
+            list(DESIGNS),
+            horizontal=True,
+            key="agr-design",
+            help="Declared design: bootstrap the project's declared clusters within its "
+            "declared strata, as `truthline stats agreement --project` does. Items only: "
+            "resample items (or entities) independently, which is narrower when items of "
+            "one cluster agree alike.",
+        )
     )
     names, excluded = cached(ctx, "dashboards.agreement.annotators", lambda: _annotators(ctx))
     picked = st.multiselect(
@@ -301,14 +316,15 @@ def agreement_page(ctx: Context) -> None:
     results: list[dict[str, Any]] = []
     with st.spinner("Computing agreement with bootstrap CIs ..."):
         for f in chosen:
-            key = (f, arm, stratum, tuple(coefs), annotators)
+            key = (f, arm, stratum, tuple(coefs), annotators, design)
             results.append(
                 cached(ctx, "truthline.stats.agreement", partial(field_agreement, ctx, *key), *key)
             )
     cfg = ctx.project.audit
+    designs = "; ".join(dict.fromkeys(r["design"] for r in results if "design" in r))
     st.caption(
         f"{arm_label}, {strat_label}, {len(picked)} of {len(names)} annotators; percentile "
-        f"bootstrap, {cfg.resamples} resamples (clustered by item parent), seed {cfg.seed}"
+        f"bootstrap, {cfg.resamples} resamples, seed {cfg.seed}; {designs or design}"
     )
     for r in results:
         if "error" in r:

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from numpy.typing import ArrayLike
 
 from truthline.benchmark import _metrics as M
@@ -125,14 +126,23 @@ def _false_alarm_share(s: Scored) -> dict[str, Any]:
     return {"value": r["false_alarm_share"], "regime": r["regime"], "counts": r["counts"]}
 
 
-@metric("crg")
-def _crg(s: Scored) -> dict[str, Any]:
+def perception_pairs(s: Scored) -> pd.DataFrame | None:
+    """CRG's rows: each entity's action decision beside its safety decision (columns
+    ``correct_a``, ``correct_s``, the action's ``gold``, the design columns); ``None``
+    without ``benchmark.action_field`` and ``safety_field``. Table 22 reads the same rows."""
     a, sf = s.settings.action_field, s.settings.safety_field
     if not a or not sf:
-        return {"value": None, "note": "needs benchmark.action_field and safety_field"}
-    act = s.field_rows(a)[["item_id", "entity", "correct", "parent", "stratum"]]
+        return None
+    act = s.field_rows(a)[["item_id", "entity", "gold", "correct", "parent", "stratum"]]
     saf = s.field_rows(sf)[["item_id", "entity", "correct"]]
-    j = act.merge(saf, on=["item_id", "entity"], suffixes=("_a", "_s"))
+    return act.merge(saf, on=["item_id", "entity"], suffixes=("_a", "_s"))
+
+
+@metric("crg")
+def _crg(s: Scored) -> dict[str, Any]:
+    j = perception_pairs(s)
+    if j is None:
+        return {"value": None, "note": "needs benchmark.action_field and safety_field"}
     if not len(j):
         return {"value": None}
     ci = crg(j["correct_a"].astype(bool), j["correct_s"].astype(bool), **s.boot_args(j))

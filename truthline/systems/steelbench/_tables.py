@@ -1,7 +1,8 @@
 """SteelBench's appendix analyses from a run's scored decisions, and the report sections
 that show them (seeds/001: Fig. 10 and Table 25 zones and domains, Fig. 12 worker count,
-Table 23 safety error directions, Table 18 DRS threshold sensitivity, App. E.5 camera
-confound, App. D human reference; METRICS.md §9 "SteelBench (appendix)").
+Table 22 CRG by action group, Table 23 safety error directions, Table 18 DRS threshold
+sensitivity, App. E.5 camera confound, App. D human reference; METRICS.md §9 "SteelBench
+(appendix)").
 
 Accuracy here is the primary field's (``[benchmark] action_field``) per-decision
 correctness, the leaderboard's unit, with the project's cluster bootstrap (``Scored``'s
@@ -28,7 +29,7 @@ from truthline.benchmark._registry import Scored
 from truthline.benchmark._types import EntryKey
 from truthline.stats import CI, design_ci
 from truthline.stats import fmt_ci as stats_fmt_ci
-from truthline.systems.steelbench._metrics import _safety, drs
+from truthline.systems.steelbench._metrics import _safety, crg, drs, perception_pairs
 
 if TYPE_CHECKING:
     from truthline.benchmark import ReportContext
@@ -369,6 +370,112 @@ def drs_sensitivity(
         elif checks:
             out[model] = drs({k: _point(v) for k, v in m.items()}, checks)
     return out
+
+
+# -- Table 22: CRG by action group ----------------------------------------------------------
+MIN_GROUP_PERCEIVED = 5
+"""Table 22 cells with fewer perception-correct decisions show "—" beside their n (the
+paper prints every cell and warns about small n in Groups C/D; a ratio on a handful of
+decisions says nothing)."""
+
+
+@dataclass(frozen=True)
+class GroupCRG:
+    """One model's CRG among the decisions whose gold action is in one taxonomy group."""
+
+    model: str
+    group: str
+    """Taxonomy group code (``A``..``F``), or ``all`` for every group pooled."""
+    name: str
+    perceived: int
+    """Perception-correct decisions (the CRG denominator, the paper's n)."""
+    crg: CI | None
+    """None when ``perceived`` is under the minimum."""
+    min_perceived: int = MIN_GROUP_PERCEIVED
+
+
+def action_groups(project: Any) -> tuple[Callable[[Any], str | None], dict[str, str]]:
+    """(code -> group, group -> name) of the action field's taxonomy (empty without one)."""
+    action = project.benchmark.action_field
+    ft = project.field(action) if action else None
+    tax_name = getattr(getattr(ft, "spec", None), "taxonomy", None)
+    tax = project.taxonomies.get(tax_name) if tax_name else None
+    if ft is None or tax is None:
+        return (lambda _code: None), {}
+    return ft.group_of, dict(tax.groups)
+
+
+def crg_by_group(
+    project: Any,
+    decisions: pd.DataFrame,
+    rs: M.Resampling,
+    *,
+    min_perceived: int = MIN_GROUP_PERCEIVED,
+) -> list[GroupCRG]:
+    """Table 22: per model and gold action group, ``crg`` on ``perception_pairs``' rows of
+    that group (the metric's own rows and cluster design, restricted), and every group
+    pooled (the headline CRG)."""
+    group_of, names = action_groups(project)
+    if not names:
+        return []
+    out: list[GroupCRG] = []
+    for label, d in entries(decisions).items():
+        s = scored(project, d, rs)
+        j = perception_pairs(s)
+        if j is None or not len(j):
+            continue
+        groups = j["gold"].map(lambda c: group_of(c) if isinstance(c, str) else None)
+        seen = [g for g in dict.fromkeys(groups) if g is not None and g not in names]
+        cells = [(g, names.get(g, g), (groups == g).to_numpy()) for g in [*names, *seen]]
+        cells.append(("all", "all groups", np.ones(len(j), dtype=bool)))
+        for g, name, mask in cells:
+            sub = j[mask]
+            n = int(sub["correct_a"].astype(bool).sum())
+            ci = None
+            if n >= max(min_perceived, 1):
+                ci = crg(sub["correct_a"], sub["correct_s"], **s.boot_args(sub))
+            out.append(GroupCRG(label, g, name, n, ci, min_perceived))
+    return out
+
+
+def _crg_cell(r: GroupCRG) -> str:
+    if r.crg is None:
+        return f"— (n={r.perceived})"
+    return f"{stats_fmt_ci(r.crg, digits=2, design=False)} (n={r.perceived})"
+
+
+def _crg_group_rows(rows: Sequence[GroupCRG]) -> list[dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        row = out.setdefault(r.model, {"model": r.model})
+        col = "all" if r.group == "all" else f"{r.group} {r.name}".strip()
+        row[col] = _crg_cell(r)
+        if r.group == "all":
+            row["n"] = r.perceived
+    return list(out.values())
+
+
+def crg_group_sections(t: Mapping[str, Any]) -> list[Section]:
+    """The Table 22 section (only when the action field has a taxonomy and rows)."""
+    from truthline.report import Section
+
+    rows: Sequence[GroupCRG] = t.get("crg_groups") or []
+    if not rows:
+        return []
+    table = named(_crg_group_rows(rows), t)
+    return [
+        Section.of(
+            "SteelBench: CRG by action group (Table 22)",
+            "Conditional reasoning gap per gold action group of the action taxonomy: among "
+            "the decisions whose action is perceived correctly, the share with a wrong "
+            "safety judgment (lower is better); n: the perception-correct decisions. Cells "
+            f"under {rows[0].min_perceived} show — with their n; 'all' pools every group "
+            "(the headline CRG). Cluster bootstrap CIs as the project declares.",
+            table,
+            n=[r.get("n") for r in table],
+            metrics=["crg"],
+        )
+    ]
 
 
 # -- App. E.5: camera confound ------------------------------------------------------------
@@ -821,11 +928,13 @@ def report_sections(ctx: ReportContext) -> list[Section]:
     rs = M.Resampling(ctx.resamples if ctx.resamples is not None else b.bootstrap_resamples, b.seed)
     ann = blind_annotations(ctx.store, ctx.project.name, dec["item_id"]) if ctx.store else None
     t = steel_tables(ctx.project, dec, rs, metrics_by_model=_board_metrics(ctx), annotations=ann)
+    t |= layer_tables(ctx.project, dec, rs)  # per-layer accuracy; Fig. 12 on Layer 2 only
+    t["crg_groups"] = crg_by_group(ctx.project, dec, rs)  # Table 22
     t["labels"] = {
         m.key.id: m.key.label(simulated=m.simulated) for m in ctx.data.get("leaderboard") or []
     }
     ctx.data["steelbench"] = plain(t)
-    return sections(t)
+    return sections(t) + layer_sections(t) + crg_group_sections(t)
 
 
 def _label(t: Mapping[str, Any], model: str) -> str:
@@ -956,3 +1065,116 @@ def _confound_sections(t: Mapping[str, Any]) -> list[Section]:
             )
         )
     return out
+
+
+# -- App. A: annotation layers ------------------------------------------------------------------
+NO_LAYER = 0
+"""The layer column of a decision whose item has no layer (no ``[layers]``, or no count)."""
+
+
+@dataclass(frozen=True)
+class LayerAccuracy:
+    """One model's accuracy over every scored decision of one annotation layer's clips
+    (Layer 1: scene-level fields only; Layer 2: scene-level and per-worker), cluster CI."""
+
+    model: str
+    layer: int
+    clips: int
+    decisions: int
+    accuracy: CI | None
+
+
+def with_layers(project: Any, decisions: pd.DataFrame) -> pd.DataFrame:
+    """``decisions`` with a ``layer`` column: its item's layer from the item metadata the
+    decision carries (``item_layer``; ``NO_LAYER`` where there is none)."""
+    from truthline.project import item_layer
+
+    d = decisions.copy()
+    if not len(d):
+        d["layer"] = pd.Series(dtype=int)
+        return d
+    metas = d["meta"] if "meta" in d else pd.Series([None] * len(d), index=d.index)
+    d["layer"] = [
+        (lay.layer if (lay := item_layer(project, m)) is not None else NO_LAYER) for m in metas
+    ]
+    return d
+
+
+def layer_accuracy(project: Any, decisions: pd.DataFrame, rs: M.Resampling) -> list[LayerAccuracy]:
+    """Per model and layer: accuracy over every scored decision (all target fields) of
+    that layer's clips; empty unless the project declares ``[layers]`` and some item has
+    a count."""
+    if getattr(project, "layers", None) is None or not len(decisions):
+        return []
+    layered = with_layers(project, decisions)
+    if not (layered["layer"] != NO_LAYER).any():  # no item has a count: nothing to split
+        return []
+    out = []
+    for label, d in entries(layered).items():
+        s = scored(project, d.drop(columns="layer"), rs)
+        for layer in sorted(set(d["layer"])):
+            rows = s.decisions[(d["layer"] == layer).to_numpy()]
+            rows = rows[rows["correct"].notna()]
+            out.append(
+                LayerAccuracy(
+                    label, int(layer), int(rows["item_id"].nunique()), len(rows), _accuracy(s, rows)
+                )
+            )
+    return out
+
+
+def layer2_worker_trends(
+    project: Any, decisions: pd.DataFrame, rs: M.Resampling, **kw: Any
+) -> list[WorkerTrend]:
+    """Fig. 12 on Layer 2 clips only: with ``[layers]``, the decisions of items whose
+    metadata puts them in Layer 1 are left out, whatever their gold count; items without a
+    count keep the gold-count rule (1..5 gold workers) alone."""
+    if getattr(project, "layers", None) is None:
+        return worker_trends(project, decisions, rs, **kw)
+    d = with_layers(project, decisions)
+    return worker_trends(project, d[d["layer"] != 1].drop(columns="layer"), rs, **kw)
+
+
+def layer_tables(project: Any, decisions: pd.DataFrame, rs: M.Resampling) -> dict[str, Any]:
+    """The layer tables, merged into ``steel_tables``' output (``workers`` replaced by its
+    Layer-2-only form when the project declares layers)."""
+    if getattr(project, "layers", None) is None:
+        return {"layers": []}
+    return {
+        "layers": layer_accuracy(project, decisions, rs),
+        "workers": layer2_worker_trends(project, decisions, rs),
+    }
+
+
+def _layer_rows(rows: Sequence[LayerAccuracy]) -> list[dict[str, Any]]:
+    return [
+        {
+            "model": r.model,
+            "layer": f"Layer {r.layer}" if r.layer != NO_LAYER else "no layer (count missing)",
+            "clips": r.clips,
+            "accuracy": pct(r.accuracy),
+            "n": r.decisions,
+        }
+        for r in sorted(rows, key=lambda r: (r.model, r.layer))
+    ]
+
+
+def layer_sections(t: Mapping[str, Any]) -> list[Section]:
+    """The per-layer accuracy section (only when there are rows)."""
+    from truthline.report import Section
+
+    rows: Sequence[LayerAccuracy] = t.get("layers") or []
+    if not rows:
+        return []
+    return [
+        Section.of(
+            "SteelBench: accuracy per annotation layer (App. A)",
+            "Accuracy over every scored decision of each layer's clips: Layer 1 clips (more "
+            "than 5 workers, or none) are scored on scene-level fields only, Layer 2 clips "
+            "(1-5 workers) on scene-level and per-worker fields; the layer comes from each "
+            "item's metadata count. Cluster bootstrap CIs.",
+            named(_layer_rows(rows), t),
+            n=[r.decisions for r in rows],
+            metrics=["accuracy"],
+        )
+    ]
