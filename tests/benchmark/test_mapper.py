@@ -372,3 +372,10 @@ def test_cli_run_and_report_json_carry_the_mapper(bench_ws, tmp_path: Path):
     rep = json.loads((out.parent / "report_files" / "report.json").read_text())
     (j,) = rep["mapped"]
     assert j["noise"] == m["noise"] and j["parse"] == m["parse"]
+    # benchmark show names the mapper beside the entry too (never shown as if direct)
+    r = runner.invoke(
+        app,
+        [*base, "benchmark", "show", man["run_id"], "--resamples", "50"],
+        env={"COLUMNS": "200"},
+    )
+    assert r.exit_code == 0 and "— mapped by" in r.output, r.output

@@ -59,6 +59,14 @@ def test_prefill_simulated_fills_the_store(steel_ws):
     assert m["by_status"] == {"parsed": 10} and m["predictions"] == 10 and m["simulated"]
 
 
+def test_prefill_refuses_a_free_form_variant(steel_ws):
+    """V2 answers in prose mapped to the fields before scoring: a prefill cannot use it."""
+    r = cli(steel_ws, "prefill", "run", "--model", "simulated:steel-v1", "--variant", "v2")
+    msg = str(r.exception or "") + r.output  # the CLI entry point prints a TruthlineError
+    assert r.exit_code != 0 and "'v2'" in msg and "free-form" in msg, msg
+    assert predictions(steel_ws) == []
+
+
 def test_prefill_openai_endpoint_fills_the_store(steel_ws, stub):
     spec = f"openai:qwen-vl@{stub.url};alias=qwen-local"
     r = cli(steel_ws, "prefill", "run", "--model", spec, "--limit", "6", "--json")

@@ -258,13 +258,21 @@ def show_cmd(
             "cost USD",
             title=f"gold slice: {gold}",
         )
+        from truthline.benchmark._mapper import mapped_entries
+
+        mapped = {
+            (e.run_id, (e.model, e.variant, e.condition, e.control)): e.label
+            for e in mapped_entries(ws.store, sorted({r.run_id for r in rows}))
+        }
         for r in rows:
             vals = []
             for n in names:
                 v = r.headline(n)
                 vals.append("—" if v is None else f"{v:.3f}")
+            by = mapped.get((r.run_id, tuple(r.key)))
             table.add_row(
-                r.key.label("/", simulated=r.simulated, marker_first=True),
+                r.key.label("/", simulated=r.simulated, marker_first=True)
+                + (f" — {by}" if by else ""),  # mapped accuracy never shown as direct
                 _ci(r.accuracy),
                 *vals,
                 f"{r.coverage:.2f}",

@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, func, select
 
+from truthline.errors import TruthlineError
 from truthline.models import (
     INFRA_MISSING,
     NOT_RUN,
@@ -251,6 +252,13 @@ def prefill(
     max_failures: int | None = 5,
 ) -> PrefillReport:
     """Pre-annotate the project's items (first ``limit`` by id) with one model."""
+    mapped = project.prompts.mapped.get(variant) if variant else None
+    if mapped is not None and mapped.answer != "json":
+        raise TruthlineError(
+            f"prompt variant {variant!r} of project {project.name!r} asks for a free-form "
+            f"({mapped.answer}) answer mapped to the fields before scoring; a prefill must "
+            "answer the fields themselves: use a structured variant (or none) for prefill"
+        )
     spec = parse_model_spec(model)
     items = store.items(project.name)
     if limit:
