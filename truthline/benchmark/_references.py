@@ -48,8 +48,10 @@ from truthline.benchmark._types import (
 )
 from truthline.project import Project
 from truthline.store import Store, tables
+from truthline.vocab import Slice
 
-REFERENCE_SLICES = ("all", "blind", "anchored", "vlm-sourced")
+REFERENCE_SLICES = tuple(Slice)
+"""The reference slices: the vocabulary's gold slices, read as label references."""
 
 
 def entry_answers(store: Store, run_id: str) -> dict[EntryKey, dict[int, dict[str, Any] | None]]:
