@@ -13,6 +13,10 @@ A reply is read under one **answer grammar**, the one the question declares:
 * ``digit``: a bare integer (``1``/``0`` for SynDORBench's presence question): optional
   outer whitespace, an optional ``-``, digits and nothing else, so ``1.``, ``"1"`` and
   ``Answer: 1`` are grammar failures.
+* ``boxed``: a worked solution whose final answer is the content of its **last**
+  ``\\boxed{...}`` (braces nested inside are kept: ``\\boxed{\\frac{1}{2}}`` is
+  ``\\frac{1}{2}``), the original-problem contract of seeds/002 App. B.4; no boxed answer
+  is a grammar failure (``no_boxed``). :func:`last_boxed` is the one extractor.
 * ``text``: free-form prose (a mapped prompt variant's open description, seeds/001 App.
   E.2's V2): the whole reply, outer whitespace dropped; only an empty reply fails. No
   field declares it; it is never scored as it stands: a mapper model maps it to the
@@ -47,6 +51,7 @@ GRAMMARS: dict[str, frozenset[str] | None] = {
     "json": None,
     "label": frozenset({"single_choice", "text", "boolean"}),
     "digit": frozenset({"boolean", "number"}),
+    "boxed": frozenset({"text", "number", "single_choice", "multi_choice"}),
 }
 """Answer grammars and the field types each can carry (None: every type)."""
 _ATTR = "answer_grammar"
@@ -129,16 +134,22 @@ def parse_fields(
     values: dict[str, Any] = {}
     errors: dict[str, str] = {}
     for path, ft in fields.items():
-        if path not in obj:
+        key = path if path in obj else next((k for k in _alt_keys(ft) if k in obj), None)
+        if key is None:
             values[path] = None
             errors[path] = "missing"
             continue
         try:
-            values[path] = ft.normalize(obj[path])
+            values[path] = ft.normalize(obj[key])
         except FieldValueError as exc:
             values[path] = None
             errors[path] = exc.message
     return values, errors
+
+
+def _alt_keys(ft: FieldType) -> list[str]:
+    """The field's declared other answer keys (``answer_keys``; none for most fields)."""
+    return list(getattr(ft.spec, "answer_keys", None) or [])
 
 
 # -- answer grammars --------------------------------------------------------------------------
@@ -178,12 +189,43 @@ def request_grammar(fields: Mapping[str, FieldType]) -> str:
     return "json"
 
 
+_BOXED = re.compile(r"\\boxed\s*\{")
+
+
+def last_boxed(text: str | None) -> str | None:
+    """The content of the last complete ``\\boxed{...}`` of ``text`` (outer whitespace
+    dropped), braces matched so nested groups stay inside; None without one. A box left
+    open (a truncated reply) is not an answer; ``\\{`` and ``\\}`` are literal braces."""
+    if not text:
+        return None
+    found: str | None = None
+    for m in _BOXED.finditer(text):
+        depth, i = 1, m.end()
+        while i < len(text) and depth:
+            c = text[i]
+            if c == "\\" and i + 1 < len(text) and text[i + 1] in "{}":
+                i += 2
+                continue
+            depth += c == "{"
+            depth -= c == "}"
+            i += 1
+        if depth == 0:
+            found = text[m.end() : i - 1].strip()
+    return found
+
+
 def parse_bare(grammar: str, text: str | None) -> Any:
-    """The value of a bare ``label`` (str, normalised) or ``digit`` (int) reply, or
-    AnswerFormatError (reason ``empty``, ``not_a_label`` or ``not_a_digit``)."""
+    """The value of a bare ``label`` (str, normalised) or ``digit`` (int) reply, or of a
+    ``boxed`` one (the last box's content), or AnswerFormatError (reason ``empty``,
+    ``not_a_label``, ``not_a_digit`` or ``no_boxed``)."""
     if text is None or not text.strip():
         raise AnswerFormatError("empty", "the answer is empty")
     stripped = text.strip()
+    if grammar == "boxed":
+        boxed = last_boxed(stripped)
+        if boxed is None:
+            raise AnswerFormatError("no_boxed", "no complete \\boxed{...} final answer")
+        return boxed
     if grammar == "digit":
         if not _DIGIT.fullmatch(stripped):
             raise AnswerFormatError("not_a_digit", f"not a bare integer: {stripped[:40]!r}")
@@ -219,6 +261,8 @@ def render_answer(fields: Mapping[str, FieldType], values: Mapping[str, Any]) ->
         return ""
     if grammar == "digit":
         return str(int(value))
+    if grammar == "boxed":
+        return f"\\boxed{{{value}}}"
     return str(value)
 
 

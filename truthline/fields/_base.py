@@ -27,6 +27,10 @@ class FieldSpec(BaseModel):
     required: bool = False
     safety: bool = False
     """A safety field: the audit reports violation direction (false alarms vs misses)."""
+    answer_keys: list[str] = []
+    """Other keys a model's JSON answer may give this field under, where a prompt names it
+    differently for some items (PhysAlign: T02-single returns the owner as ``referent``);
+    the field's own name wins when both are present."""
 
 
 class FieldType:
