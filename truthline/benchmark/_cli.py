@@ -260,7 +260,7 @@ def show_cmd(
         )
         from truthline.benchmark._mapper import mapped_entries
 
-        mapped = {
+        mapped: dict[tuple[str, tuple[str, ...]], str] = {
             (e.run_id, (e.model, e.variant, e.condition, e.control)): e.label
             for e in mapped_entries(ws.store, sorted({r.run_id for r in rows}))
         }

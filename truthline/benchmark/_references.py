@@ -50,7 +50,7 @@ from truthline.project import Project
 from truthline.store import Store, tables
 from truthline.vocab import Slice
 
-REFERENCE_SLICES = tuple(Slice)
+REFERENCE_SLICES: tuple[str, ...] = tuple(str(s) for s in Slice)
 """The reference slices: the vocabulary's gold slices, read as label references."""
 
 
