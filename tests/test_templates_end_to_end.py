@@ -121,7 +121,7 @@ def _stub_answer(body: dict[str, Any]) -> str:
     text = json.dumps(body)
     # a fixed grounding, changed when a reading is given as truth (so +GT has transitions)
     return json.dumps(
-        {"reading": "M", "candidate": "E1" if "local_reading" in text else "E2", "confidence": 0.5}
+        {"read": "M", "owner": "E1" if "local_reading" in text else "E2", "confidence": 0.5}
     )
 
 
@@ -175,7 +175,7 @@ def test_template_end_to_end(template, tmp_path, monkeypatch):
         models = ["--model", spec, "--model", "rule:majority"]
         if (PROJECTS / template / "rules.py").is_file():
             names = re.findall(
-                r'@rule\("([^"]+)"\)', (PROJECTS / template / "rules.py").read_text()
+                r'@rule\("([^"]+)"[,)]', (PROJECTS / template / "rules.py").read_text()
             )
             for n in names:
                 models += ["--model", f"rule:{n}"]
@@ -207,6 +207,11 @@ def test_template_end_to_end(template, tmp_path, monkeypatch):
         if project.benchmark.ground_field:  # the checklist is in the written report too
             for title in ("grounding and reading", "Base -> +GT on P_m", "rule baselines"):
                 assert f"Probe protocol: {title}" in text, title
+            # one hard subset and one net change: the protocol's, not the decision counts
+            assert "Hard subset (" not in text and "Paired conditions Base" not in text
+            # the nearest-region rule's leaderboard accuracy is named as not its score
+            assert "rule:nearest-region applies to part of the items only" in text
+            assert "Left out: rule:nearest-region" in text  # not in the decision-level pairs
         ok("benchmark", "export", "--out", str(tmp_path / "release"))
         assert (tmp_path / "release" / "public").is_dir()
     finally:

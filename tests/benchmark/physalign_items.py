@@ -13,7 +13,9 @@ from typing import Any
 
 def make_items(root: Path, n_parents: int = 4) -> tuple[Path, list[dict[str, Any]]]:
     """Write ``root/media/*.png`` and ``root/meta.csv``; return the CSV path and one truth
-    row per item (key, parent, reading, candidate, probe_type)."""
+    row per item (key, parent, read, owner, probe_type). The template is a ``frames``
+    project: each item is a folder holding the full diagram and its localized view, in the
+    order they are sent (here the same picture twice)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -44,7 +46,7 @@ def make_items(root: Path, n_parents: int = 4) -> tuple[Path, list[dict[str, Any
             for bx, by, bw, bh in blocks.values():
                 ax.add_patch(plt.Rectangle((bx, by), bw, bh, fill=False))
             ax.text(lx, ly, labels[alias], ha="center", va="center", fontsize=6)
-            fig.savefig(media / f"{key}.png")
+            _save(fig, media / key)
             plt.close(fig)
             rows.append(
                 {
@@ -69,8 +71,8 @@ def make_items(root: Path, n_parents: int = 4) -> tuple[Path, list[dict[str, Any
                 {
                     "key": key,
                     "parent": f"par{p}",
-                    "reading": labels[alias],
-                    "candidate": alias,
+                    "read": labels[alias],
+                    "owner": alias,
                     "probe_type": "T03-image",
                 }
             )
@@ -78,7 +80,7 @@ def make_items(root: Path, n_parents: int = 4) -> tuple[Path, list[dict[str, Any
         start = text.index(f"{p + 2} kg")
         key = f"p{p}_text"
         fig = plt.figure(figsize=(W / 50, H / 50), dpi=50)
-        fig.savefig(media / f"{key}.png")
+        _save(fig, media / key)
         plt.close(fig)
         span = text[start : start + len(f"{p + 2} kg")]
         rows.append(
@@ -105,8 +107,8 @@ def make_items(root: Path, n_parents: int = 4) -> tuple[Path, list[dict[str, Any
             {
                 "key": key,
                 "parent": f"par{p}",
-                "reading": None,  # T03-text probes are never scored for reading
-                "candidate": "E2",
+                "read": None,  # T03-text probes are never scored for reading
+                "owner": "E2",
                 "probe_type": "T03-text",
             }
         )
@@ -116,3 +118,12 @@ def make_items(root: Path, n_parents: int = 4) -> tuple[Path, list[dict[str, Any
         w.writeheader()
         w.writerows(rows)
     return csv_path, truth
+
+
+def _save(fig: Any, folder: Path) -> None:
+    """The item's images in sending order: ``1-diagram.png``, then ``2-view.png``."""
+    import shutil
+
+    folder.mkdir(parents=True, exist_ok=True)
+    fig.savefig(folder / "1-diagram.png")
+    shutil.copyfile(folder / "1-diagram.png", folder / "2-view.png")

@@ -132,9 +132,9 @@ def test_four_way_with_conditional_grounding_ci():
     cells = [(1, 1), (1, 0), (0, 1), (0, 0), (1, 1)]
     rows = []
     for i, (rd, gr) in enumerate(cells):
-        rows.append({"item": i, "parent": f"p{i}", "path": "reading", "gold": "F_1",
+        rows.append({"item": i, "parent": f"p{i}", "path": "read", "gold": "F_1",
                      "pred": "F_1" if rd else "F_2"})  # fmt: skip
-        rows.append({"item": i, "parent": f"p{i}", "path": "candidate", "gold": "B",
+        rows.append({"item": i, "parent": f"p{i}", "path": "owner", "gold": "B",
                      "pred": "B" if gr else "C"})  # fmt: skip
     r = compute_metrics(_scored(p, rows, rs=M.Resampling(300, 1)), ["four_way"])["four_way"]
     assert r["counts"] == {"C+G+": 2, "C+G-": 1, "C-G+": 1, "C-G-": 1}
@@ -150,7 +150,7 @@ def test_balanced_weights_per_parent_and_type():
     spec = [("p1", "t1", 1), ("p1", "t1", 1), ("p1", "t1", 1), ("p2", "t1", 0)]
     spec += [("p3", "t2", 1), ("p3", "t2", 0)]
     rows = [
-        {"item": i, "parent": par, "meta": {"probe_type": t}, "path": "candidate",
+        {"item": i, "parent": par, "meta": {"probe_type": t}, "path": "owner",
          "gold": "A", "pred": "A" if ok else "B"}
         for i, (par, t, ok) in enumerate(spec)
     ]  # fmt: skip
@@ -307,14 +307,14 @@ def test_physics_template_rule_nearest_region():
     from truthline.benchmark._baselines import _RULES
 
     req = SimpleNamespace(
-        fields={n: p.field_types[n] for n in ("reading", "candidate")},
+        fields={n: p.field_types[n] for n in ("read", "owner")},
         context={
             "meta": {"candidates": {"A": [0, 0], "B": [10, 10, 20, 20]}, "label_xy": [14, 16]},
             "entities": {},
         },
     )
     support = {
-        "reading": {"majority": "F_1", "candidates": ["F_1"]},
-        "candidate": {"majority": "A", "candidates": ["A", "B"]},
+        "read": {"majority": "F_1", "candidates": ["F_1"]},
+        "owner": {"majority": "A", "candidates": ["A", "B"]},
     }
-    assert _RULES["nearest-region"](req, support) == {"reading": "F_1", "candidate": "B"}
+    assert _RULES["nearest-region"](req, support) == {"read": "F_1", "owner": "B"}

@@ -58,12 +58,12 @@ def physics(tmp_path_factory):
         w.writerows(rows)
     for t in truth:
         if t["key"] == ROLE:
-            t["reading"] = "E3"
+            t["read"] = "E3"
     ok("items", "import", str(tmp / "data" / "media"), "--metadata", str(meta))
     gold = [
         {"item": t["key"], "field": f, "annotator": a, "arm": "blind", "value": t[f]}
         for t in truth
-        for f in ("reading", "candidate")
+        for f in ("read", "owner")
         if t[f] is not None
         for a in (("ann_a",) if t["key"] == SINGLE else ("ann_a", "ann_b"))
     ]
@@ -82,7 +82,7 @@ def _stub() -> StubServer:
     def answer(body: dict[str, Any]) -> str:
         text = json.dumps(body)
         cand = "E1" if "local_reading" in text else "E2"
-        return json.dumps({"reading": "M", "candidate": cand, "confidence": 0.5})
+        return json.dumps({"read": "M", "owner": cand, "confidence": 0.5})
 
     return StubServer(answer=answer).start()
 
@@ -123,7 +123,7 @@ def test_gt_runs_on_the_shipped_template_with_admissibility_and_transitions(phys
     finally:
         stub.stop()
     sup = man["entries"]["openai:vlm||gt|"]["gt_support"]
-    assert sup["given"] == ["reading"]
+    assert sup["given"] == ["read"]
     assert sup["excluded"] == {
         "description_leak": 1,
         "role_content": 1,
@@ -139,7 +139,7 @@ def test_gt_runs_on_the_shipped_template_with_admissibility_and_transitions(phys
     gt_rows = _results(ws, "gt1", "openai:vlm", "gt")
     assert {keys[r.item_id] for r in gt_rows}.isdisjoint({SINGLE, ROLE, LEAK})
     # the reading is given, so +GT rows are scored on the grounding only
-    assert all({d["field"] for d in r.scores["decisions"]} == {"candidate"} for r in gt_rows)
+    assert all({d["field"] for d in r.scores["decisions"]} == {"owner"} for r in gt_rows)
     proto = across_metrics(ws.store, project, "gt1", names=["probe_protocol"])
     proto = proto["metrics"]["probe_protocol"]["models"]["openai:vlm"]
     # by hand (the stub answers reading "M", candidate E2 at Base): T03-image per parent
@@ -169,7 +169,7 @@ def test_gt_runs_on_the_shipped_template_with_admissibility_and_transitions(phys
     pm = proto["P_m"]
     # stub: E2 at Base, E1 under +GT -> repairs = gold E1, harms = gold E2 on P_m
     pkeys = {keys[r.item_id] for r in gt_rows}
-    gold = [truth[k]["candidate"] for k in pkeys]
+    gold = [truth[k]["owner"] for k in pkeys]
     assert pm["N"] == len(pkeys) == 9
     assert pm["counts"]["repairs"] == gold.count("E1")
     assert pm["counts"]["harms"] == gold.count("E2")
@@ -245,14 +245,14 @@ def test_nearest_region_gets_typed_inputs_and_scores_the_same_under_reorder(phys
         rows = _results(ws, "rule1", "rule:nearest-region", control=control)
         assert len(rows) == 16 and {r.status for r in rows} == {"parsed"}
         got[control] = {
-            keys[r.item_id]: next(d for d in r.scores["decisions"] if d["field"] == "candidate")
+            keys[r.item_id]: next(d for d in r.scores["decisions"] if d["field"] == "owner")
             for r in rows
         }
     base = got[""]
     # image probes: nearest block, except the label drawn nearer B than its own block C
     for k, d in base.items():
         if truth[k]["probe_type"] == "T03-image":
-            assert d["pred"] == ("E2" if k == "p3_E3" else truth[k]["candidate"]), k
+            assert d["pred"] == ("E2" if k == "p3_E3" else truth[k]["owner"]), k
     assert {k: d["correct"] for k, d in got["reorder"].items()} == {
         k: d["correct"] for k, d in base.items()
     }
@@ -260,11 +260,12 @@ def test_nearest_region_gets_typed_inputs_and_scores_the_same_under_reorder(phys
     pp = across_metrics(ws.store, project, "rule1", names=["probe_protocol"])
     pp = pp["metrics"]["probe_protocol"]
     ctl = pp["models"]["rule:nearest-region"]["controls"]["reorder"]
-    assert ctl["N"] == 16 and ctl["delta"]["point"] == 0
+    # a rule is compared on its support: H, the 12 image probes (not the 4 text ones)
+    assert ctl["N"] == 12 and ctl["delta"]["point"] == 0
     assert ctl["counts"] == {"changed_right_to_wrong": 0, "changed_wrong_to_right": 0}
     (pair,) = pp["pairs"]
     assert {pair["model_a"], pair["model_b"]} == {"rule:nearest-region", "rule:majority"}
-    assert pair["N"] == 16
+    assert pair["N"] == 12
     assert pair["a-b"]["point"] == pytest.approx(pair["a"]["point"] - pair["b"]["point"])
 
 
@@ -298,12 +299,12 @@ def test_random_rule_draws_among_the_items_own_candidates_and_manifest_freezes_p
         ws.store, project, RunConfig(["rule:random"], run_id="rand1"), progress=False
     )
     rows = _results(ws, "rand1", "rule:random")
-    preds = [d["pred"] for r in rows for d in r.scores["decisions"] if d["field"] == "candidate"]
+    preds = [d["pred"] for r in rows for d in r.scores["decisions"] if d["field"] == "owner"]
     assert len(preds) == 16 and set(preds) <= {"E1", "E2", "E3"}  # K_j = 3, not the 5 choices
     proto = man["protocol"]
     assert proto["nearest_rule"] == "nearest-region/v1"
     assert proto["read_rules"] == list(project.benchmark.read_rules)
-    assert proto["given_as_truth"] == ["reading"] and proto["reorder"] == "reverse"
+    assert proto["given_as_truth"] == ["read"] and proto["reorder"] == "reverse"
 
 
 def test_report_sections_of_the_checklist_carry_numbers_and_n(physics):
@@ -360,8 +361,8 @@ def test_a_text_probe_asks_only_for_the_grounding(physics):
         control="",
         seed=0,
     )[0]
-    assert '- "candidate": one candidate alias' in req.user
-    assert '"reading"' not in req.user  # T03-text probes never get reading scores
+    assert '- "owner": one candidate alias' in req.user
+    assert '"read"' not in req.user  # T03-text probes never get reading scores
     assert 'the text span "3 kg"' in req.user
 
 

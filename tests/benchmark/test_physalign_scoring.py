@@ -52,26 +52,26 @@ def test_read_normal_form_keeps_significant_differences(a, b):
 
 
 def _score(values):
-    gold = {"reading": "m_1", "candidate": "E2"}
-    out = score_answer(PROJECT, gold, {}, values, ["reading", "candidate"])
+    gold = {"read": "m_1", "owner": "E2"}
+    out = score_answer(PROJECT, gold, {}, values, ["read", "owner"])
     return {d["field"]: d["correct"] for d in out["decisions"]}
 
 
 def test_fields_are_scored_on_their_own_and_readings_under_n():
     assert PROJECT.benchmark.read_rules == list(READ_RULES)
-    assert _score({"reading": "m_{1}", "candidate": "E2"}) == {"reading": True, "candidate": True}
-    assert _score({"reading": "$m_1$", "candidate": None}) == {"reading": True, "candidate": False}
-    assert _score({"reading": None, "candidate": "E2"}) == {"reading": False, "candidate": True}
-    assert _score({"reading": "m1", "candidate": "E3"}) == {"reading": False, "candidate": False}
-    assert _score(None) == {"reading": False, "candidate": False}  # a model failure
+    assert _score({"read": "m_{1}", "owner": "E2"}) == {"read": True, "owner": True}
+    assert _score({"read": "$m_1$", "owner": None}) == {"read": True, "owner": False}
+    assert _score({"read": None, "owner": "E2"}) == {"read": False, "owner": True}
+    assert _score({"read": "m1", "owner": "E3"}) == {"read": False, "owner": False}
+    assert _score(None) == {"read": False, "owner": False}  # a model failure
 
 
 @pytest.mark.parametrize(
     "text",
-    ['{"reading": "m_1"}', '```json\n{"reading": "m_1"}\n```', '```\n{"reading": "m_1"}\n```'],
+    ['{"read": "m_1"}', '```json\n{"read": "m_1"}\n```', '```\n{"read": "m_1"}\n```'],
 )
 def test_forms_a_and_b_parse(text):
-    assert parse_json_answer(text) == {"reading": "m_1"}
+    assert parse_json_answer(text) == {"read": "m_1"}
 
 
 @pytest.mark.parametrize(

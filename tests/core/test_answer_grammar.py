@@ -135,7 +135,7 @@ def test_the_runner_outcome_follows_the_grammar(project):
 @pytest.mark.parametrize(
     ("field", "grammar", "message"),
     [
-        ("present", "digits", "unknown answer grammar 'digits' (known: json, label, digit)"),
+        ("present", "digits", "unknown answer grammar 'digits' (known: json, label, digit, boxed)"),
         ("count", "label", "a number field cannot be answered as a bare label"),
         ("action", "digit", "a single_choice field cannot be answered as a bare digit"),
     ],

@@ -31,6 +31,17 @@ COMMANDS = [
     ["physalign", "adjudicate", "push"],
     ["physalign", "adjudicate", "pull"],
     ["physalign", "adjudicate", "simulate"],
+    ["physalign", "adjudicate", "load"],
+    ["physalign", "import-problems"],
+    ["physalign", "screening"],
+    ["physalign", "passes", "load"],
+    ["physalign", "verify", "load"],
+    ["physalign", "verify", "reverify-push"],
+    ["physalign", "verify", "reverify-pull"],
+    ["physalign", "post-audit"],
+    ["physalign", "post-audit", "plan"],
+    ["physalign", "post-audit", "report"],
+    ["physalign", "solve"],
 ]
 
 

@@ -238,9 +238,40 @@ def test_blind_verification_and_adjudication(ls, release: Path, users_file: Path
     row = next(r for r in read_jsonl(release / REVIEW) if r["probe_id"] == pid)
     assert row["decision"] == "corrected_regenerated" and row["final"]["role"] == new_role
     assert row["final"]["entity_id"] == private[pid]["alias_map"][new_role]
-    write_import_tables(release)
+    # the corrected value is held back until a fresh blind round approves it
+    from truthline.systems.physalign._reverify import pull_reverify, push_reverify
+
+    assert write_import_tables(release)["held_probe_ids"] == [pid]
+    assert f"views/{pid}," not in (release / "import" / "labels.csv").read_text()
+    with pytest.raises(TruthlineError, match="cannot re-verify it blind"):
+        push_reverify(store, admin, release, [ADJUDICATOR, REVIEWERS[0]])
+    assert push_reverify(store, admin, release, REVIEWERS)["probes"] == 1
+    for who in REVIEWERS:
+        answer = [
+            {
+                "from_name": "role",
+                "to_name": "view",
+                "type": "choices",
+                "value": {"choices": [new_role]},
+            }
+        ]
+        if row["final"]["read"] is not None:
+            answer.append(
+                {
+                    "from_name": "read",
+                    "to_name": "view",
+                    "type": "textarea",
+                    "value": {"text": [row["final"]["read"]]},
+                }
+            )
+        user_client(admin.url, who, users_file).post(
+            f"/api/tasks/{_tasks(store, admin, release, 'reverify', who)[pid]}/annotations/",
+            {"result": answer, "lead_time": 5.0},
+        )
+    assert pull_reverify(store, admin, release)["reverify"] == {"approved": 1}
+    assert write_import_tables(release)["held_corrections"] == 0
     labels = (release / "import" / "labels.csv").read_text()
-    assert f"views/{pid},candidate,{ADJUDICATOR},{new_role},2,review,{new_role}" in labels
+    assert f"views/{pid},owner,{ADJUDICATOR},{new_role},2,review,{new_role}" in labels
     adjudicate("E9")
     with pytest.raises(
         TruthlineError, match=rf"task {tid} \(probe {pid}\): field corrected_role 'E9'"

@@ -16,7 +16,7 @@ import importlib.util
 import json
 import random
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,17 +34,36 @@ in the entry-point group ``truthline.rules`` (``name = "module:function"``)."""
 _PROJECT_MODULE = "truthline_project_rules_"
 
 
-def rule(name: str) -> Callable[[RuleFn], RuleFn]:
+AppliesFn = Callable[[Mapping[str, Any]], bool]
+"""Whether a rule applies to an item, from its typed public inputs (``meta``)."""
+_APPLIES: dict[str, AppliesFn] = {}
+
+
+def rule(name: str, *, applies: AppliesFn | None = None) -> Callable[[RuleFn], RuleFn]:
     """Register a rule baseline answered by the model spec ``rule:NAME``. A project's
     rules.py may redefine a rule another project's (or its own older version) defined;
-    redefining a built-in rule is an error."""
+    redefining a built-in rule is an error. ``applies``: the rule's support (e.g. the
+    nearest-region rule needs an image anchor and a clear nearest candidate); a rule is
+    scored on the items it applies to, with its coverage beside the score, never 0 on
+    the items it cannot answer. Without it the rule applies everywhere."""
 
     def deco(fn: RuleFn) -> RuleFn:
         old = _RULES.as_dict().get(name)
         from_project = getattr(old, "__module__", "").startswith(_PROJECT_MODULE)
-        return _RULES.register(name, replace=from_project)(fn)
+        registered = _RULES.register(name, replace=from_project)(fn)
+        if applies is None:
+            _APPLIES.pop(name, None)
+        else:
+            _APPLIES[name] = applies
+        return registered
 
     return deco
+
+
+def rule_applies(name: str) -> AppliesFn | None:
+    """The declared support of rule ``name`` (``rule:`` prefix allowed), None when it
+    applies to every item (or is unknown)."""
+    return _APPLIES.get(name.removeprefix("rule:"))
 
 
 def registered_rules() -> list[str]:

@@ -10,7 +10,7 @@ one multiplicity matrix from ``truthline.stats.draw`` (seeded), so non-linear st
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -26,6 +26,7 @@ from truthline.stats import (
     draw,
     is_count_share,
     percentile_ci,
+    proportion_ci,
 )
 
 MISSING = "<missing>"
@@ -168,7 +169,33 @@ def _ci(
         return ci
     # a unit (item) is a cluster of its decisions when no coarser clusters are declared
     labels = u.clusters if u.clusters is not None else list(range(u.n))
-    return at_least_wilson(ci, share[0], share[1], clusters=labels)
+    return _one_cluster_floor(
+        at_least_wilson(ci, share[0], share[1], clusters=labels), share, labels
+    )
+
+
+def _one_cluster_floor(ci: CI, share: tuple[np.ndarray, np.ndarray], labels: list[Any]) -> CI:
+    """A share whose trials all sit in one cluster (2 safety errors of one clip) has no
+    cluster-adjusted Wilson interval, and every resample holding that cluster repeats the
+    same value: the zero-width ``0.5 [0.5, 0.5]`` would read as exact. Widen it to the
+    plain Wilson interval of the events and say why."""
+    y, m = (np.asarray(a, dtype=float) for a in share)
+    keep = m > 0
+    if not keep.any() or not np.isfinite(ci.point):
+        return ci
+    if len({str(labels[int(k)]) for k in np.flatnonzero(keep)}) >= 2:
+        return ci
+    w = proportion_ci(float(y.sum()), float(m.sum()), confidence=ci.level)
+    low = w.low if not np.isfinite(ci.low) else min(ci.low, w.low)
+    high = w.high if not np.isfinite(ci.high) else max(ci.high, w.high)
+    why = f"{int(m.sum())} event(s) in one cluster: Wilson over the events"
+    return replace(
+        ci,
+        low=float(low),
+        high=float(high),
+        method=f"{ci.method}+wilson(events)",
+        warning=f"{ci.warning}; {why}" if ci.warning else why,
+    )
 
 
 def subset_ci(
@@ -928,13 +955,28 @@ def support_ci(
     rs: Resampling = Resampling(),
     W: np.ndarray | None = None,
     strict: bool = False,
+    bounds: Mapping[str, tuple[float, float]] | None = None,
+    shares: Mapping[str, tuple[str, str]] | None = None,
+    differences: Mapping[str, tuple[str, str]] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Balanced aggregates of item-level ``columns`` on support ``s`` and any quantities
     ``derive`` computes from them (differences, ratios of aggregates), each with a
     parent-cluster percentile CI. Every resample recomputes the complete aggregation
     (weights included); one ``W`` serves every column, so derived and paired statistics
     are paired. A resample with an empty type or a zero denominator is undefined: counted
-    in ``n_undefined``, dropped from the percentiles (``strict``: the CI is undefined)."""
+    in ``n_undefined``, dropped from the percentiles (``strict``: the CI is undefined).
+
+    Thin designs (METRICS.md §2, §6): under 20 parents the interval is the union of the
+    delete-one-parent jackknife-t(G-1) (each deletion recomputing the whole aggregation)
+    and the percentile one, clipped to ``bounds`` (name -> (low, high); columns default
+    to the range of their values). Shares cannot collapse to zero width on a few events:
+    a 0/1 column, and each derived ``shares`` entry (name -> (numerator column,
+    denominator column)), is widened to at least the parent-cluster Wilson interval of
+    its counts (plain Wilson when the events sit in one parent, with a warning). A derived
+    paired difference named in ``differences`` (name -> (column a, column b)) over fewer
+    than 3 discordant probes is widened to the difference of the Wilson bounds of its two
+    discordant shares (a(1-b) and (1-a)b); one whose other term is not 0/1 (an expected
+    1/K) only when it is zero-width, to the difference of its terms' intervals."""
     point = {k: np.float64(s.agg(v)) for k, v in columns.items()}  # x/0 -> nan, not a raise
     if derive is not None:
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -946,6 +988,10 @@ def support_ci(
         if derive is not None:
             with np.errstate(invalid="ignore", divide="ignore"):
                 boots.update({k: np.asarray(v, dtype=float) for k, v in derive(boots).items()})
+    n_par = len(s.parent_ids)
+    jk = _support_jackknife(s, columns, derive) if boots and 2 <= n_par < 20 else {}
+    lim = _support_bounds(columns, bounds)
+    floors = _share_floors(s, columns, shares or {}, rs.level) if boots else {}
     alpha = (1 - rs.level) / 2
     out: dict[str, dict[str, Any]] = {}
     for k, p in point.items():
@@ -957,7 +1003,29 @@ def support_ci(
             n_undef = int((~ok).sum())
             if ok.any() and not (strict and n_undef):
                 low, high = (float(q) for q in np.quantile(b[ok], [alpha, 1 - alpha]))
-        n_par = len(s.parent_ids)
+        method, notes = "parent-cluster percentile", []
+        if 0 < n_par < 20 and b is not None:
+            notes.append(f"few clusters ({n_par} < 20)")
+        if k in jk and np.isfinite(low) and np.isfinite(float(p)):
+            theta = jk[k]
+            if np.all(np.isfinite(theta)):
+                jl, jh = _jackknife_t(float(p), theta, rs.level)
+                low, high = min(low, jl), max(high, jh)
+                method = f"parent jackknife-t({n_par - 1})+percentile floor"
+            elif strict:
+                low = high = float("nan")
+                notes.append("deleting a parent leaves it undefined: no interval")
+            else:
+                notes.append("deleting a parent leaves it undefined: percentile only, rough")
+        if k in floors and np.isfinite(low):
+            wl, wh, why = floors[k]
+            if np.isfinite(wl) and (wl < low or wh > high):
+                low, high = min(low, wl), max(high, wh)
+                method += "+wilson"
+            if why:
+                notes.append(why)
+        if k in lim and np.isfinite(low):
+            low, high = max(low, lim[k][0]), min(high, lim[k][1])
         out[k] = {
             "point": float(p),
             "low": low,
@@ -966,13 +1034,138 @@ def support_ci(
             "n_undefined": n_undef,
             "seed": rs.seed,
             "level": rs.level,
-            "method": "parent-cluster percentile",
+            "method": method,
             "n": len(s),
             "parents": n_par,
             "clusters": n_par,
             "types": s.type_ids,
-            "warning": f"only {n_par} parents (< 20): read the percentile interval as rough"
-            if 0 < n_par < 20 and b is not None
-            else None,
+            "warning": "; ".join(notes) or None,
         }
+    if boots:
+        for k, terms in (differences or {}).items():
+            if k in out and all(t in columns for t in terms):
+                _difference_floor(s, out, k, terms, columns, lim, rs.level)
     return out
+
+
+def _difference_floor(
+    s: Support,
+    out: dict[str, dict[str, Any]],
+    k: str,
+    terms: tuple[str, str],
+    columns: Mapping[str, ArrayLike],
+    lim: Mapping[str, tuple[float, float]],
+    level: float,
+) -> None:
+    """Widen the paired difference ``out[k]`` = ``terms[0] - terms[1]`` when its events
+    are too few for a resampling interval (see ``support_ci``), in place."""
+    d = out[k]
+    if not (np.isfinite(d["low"]) and np.isfinite(d["point"])):
+        return
+    xa, xb = (np.asarray(columns[t], dtype=float) for t in terms)
+    binary = all(np.all((x == 0) | (x == 1)) for x in (xa, xb))
+    if binary:
+        plus, minus = xa * (1 - xb), (1 - xa) * xb
+        n_disc = int(plus.sum() + minus.sum())
+        if n_disc >= 3:
+            return
+        pi = {p: i for i, p in enumerate(s.parent_ids)}
+        idx = np.array([pi[p] for p in s.parents], dtype=np.int64)
+        trials = np.bincount(idx, minlength=len(pi)).astype(float)
+        pl, ph, _ = _wilson_floor(np.bincount(idx, weights=plus, minlength=len(pi)), trials, level)
+        ml, mh, _ = _wilson_floor(np.bincount(idx, weights=minus, minlength=len(pi)), trials, level)
+        low, high = pl - mh, ph - ml
+        why = f"{n_disc} discordant probe(s): at least the Wilson bounds of the discordant shares"
+    else:
+        ta, tb = out[terms[0]], out[terms[1]]
+        if d["high"] - d["low"] > 1e-12 or not np.isfinite(ta["low"] + tb["low"]):
+            return
+        low, high = ta["low"] - tb["high"], ta["high"] - tb["low"]
+        why = "zero-width paired interval: at least its terms' intervals"
+    if low < d["low"] or high > d["high"]:
+        d["low"], d["high"] = min(d["low"], low), max(d["high"], high)
+        if k in lim:
+            d["low"], d["high"] = max(d["low"], lim[k][0]), min(d["high"], lim[k][1])
+        d["method"] += "+discordant wilson" if binary else "+terms"
+        d["warning"] = f"{d['warning']}; {why}" if d["warning"] else why
+
+
+def _support_jackknife(
+    s: Support,
+    columns: Mapping[str, ArrayLike],
+    derive: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None,
+) -> dict[str, np.ndarray]:
+    """Each statistic with one parent deleted (parents x values): the whole balanced
+    aggregation recomputed on the remaining parents."""
+    g = len(s.parent_ids)
+    Wj = np.ones((g, g)) - np.eye(g)
+    jk = {k: np.asarray(s.agg(v, Wj), dtype=float) for k, v in columns.items()}
+    if derive is not None:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            jk.update({k: np.asarray(v, dtype=float) for k, v in derive(jk).items()})
+    return jk
+
+
+def _jackknife_t(point: float, theta: np.ndarray, level: float) -> tuple[float, float]:
+    """``point -/+ t(G-1) * se_J`` from the delete-one-cluster values ``theta``."""
+    from scipy import stats as sps  # lazy: scipy.stats costs ~1 s of CLI start-up
+
+    g = len(theta)
+    se = float(np.sqrt((g - 1) / g * ((theta - theta.mean()) ** 2).sum()))
+    t = float(sps.t.ppf(1 - (1 - level) / 2, g - 1))
+    return point - t * se, point + t * se
+
+
+def _support_bounds(
+    columns: Mapping[str, ArrayLike], declared: Mapping[str, tuple[float, float]] | None
+) -> dict[str, tuple[float, float]]:
+    """Where each statistic lives: a column's aggregate within its values' range (a
+    weighted mean cannot leave it), derived ones as declared (else unclipped)."""
+    out: dict[str, tuple[float, float]] = {}
+    for k, v in columns.items():
+        x = np.asarray(v, dtype=float)
+        x = x[np.isfinite(x)]
+        if len(x):
+            out[k] = (min(0.0, float(x.min())), max(1.0, float(x.max())))
+    out.update(declared or {})
+    return out
+
+
+def _share_floors(
+    s: Support,
+    columns: Mapping[str, ArrayLike],
+    shares: Mapping[str, tuple[str, str]],
+    level: float,
+) -> dict[str, tuple[float, float, str | None]]:
+    """The Wilson floor of each count share: 0/1 columns (successes over items) and the
+    declared derived shares (numerator column over denominator column), per parent."""
+    pairs: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for k, v in columns.items():
+        x = np.asarray(v, dtype=float)
+        if len(x) and np.all((x == 0) | (x == 1)):
+            pairs[k] = (x, np.ones_like(x))
+    for k, (num, den) in shares.items():
+        if num in columns and den in columns:
+            pairs[k] = (np.asarray(columns[num], float), np.asarray(columns[den], float))
+    pi = {p: i for i, p in enumerate(s.parent_ids)}
+    idx = np.array([pi[p] for p in s.parents], dtype=np.int64)
+    out: dict[str, tuple[float, float, str | None]] = {}
+    for k, (a, b) in pairs.items():
+        ya = np.bincount(idx, weights=a, minlength=len(pi))
+        yb = np.bincount(idx, weights=b, minlength=len(pi))
+        if not is_count_share(ya, yb) or yb.sum() <= 0:
+            continue
+        out[k] = _wilson_floor(ya, yb, level)
+    return out
+
+
+def _wilson_floor(y: np.ndarray, m: np.ndarray, level: float) -> tuple[float, float, str | None]:
+    """Parent-cluster Wilson interval of per-parent counts; with every trial in one parent
+    there is no between-parent variance, so the plain Wilson of the totals, flagged."""
+    keep = m > 0
+    if int(keep.sum()) >= 2:
+        labels = [str(i) for i in np.flatnonzero(keep)]
+        w = proportion_ci(y[keep], m[keep], clusters=labels, confidence=level)
+        return w.low, w.high, None
+    w = proportion_ci(float(y.sum()), float(m.sum()), confidence=level)
+    return w.low, w.high, f"{int(m.sum())} event(s) in one parent: Wilson over the events"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ import pandas as pd
 
 from truthline._registry import Registry
 from truthline.benchmark._across import across_metrics
+from truthline.benchmark._baselines import load_project_rules, rule_applies
 from truthline.benchmark._mapper import MAPPER_NOTE, MappedEntry, mapped_entries
 from truthline.benchmark._references import compare_labels
 from truthline.benchmark._results import compare_gold, leaderboard, paired_matrix
@@ -208,7 +209,8 @@ def _leaderboard_sections(ctx: ReportContext) -> list[Section]:
             f"({_resamples(board)} resamples, seed {project.benchmark.seed}; the clusters and "
             "strata each interval resampled are shown beside it, and with fewer than 20 "
             "clusters it is a cluster jackknife-t, marked ⚠). Model failures are "
-            "scored wrong; infrastructure-missing answers are excluded (coverage).",
+            "scored wrong; infrastructure-missing answers are excluded (coverage)."
+            + _partial_rules_note(board, project),
             rows,
             _plot_leaderboard(board, ctx.files / "leaderboard.png"),
             [m.accuracy for m in board],
@@ -224,6 +226,21 @@ def _leaderboard_sections(ctx: ReportContext) -> list[Section]:
             ],
         )
     ]
+
+
+def _partial_rules_note(board: list[BoardEntry], project: Project) -> str:
+    """A sentence naming the rule baselines that apply to part of the items only: their
+    leaderboard accuracy counts every decision, the items they cannot answer as wrong, so
+    it is not their score; that is shown on their support where a section computes it."""
+    load_project_rules(project)
+    rules = sorted({m.key.model for m in board if m.key.is_rule and rule_applies(m.key.model)})
+    if not rules:
+        return ""
+    return (
+        f" {', '.join(rules)} appl{'ies' if len(rules) == 1 else 'y'} to part of the items "
+        "only: the accuracy here counts the rest as wrong; the score on the rule's own "
+        "support, with its coverage, is in the rule-baseline rows below."
+    )
 
 
 def _condition_sections(ctx: ReportContext) -> list[Section]:
@@ -270,13 +287,20 @@ def _safety_sections(ctx: ReportContext) -> list[Section]:
     saf = _safety(ctx.board)
     if not saf:
         return []
+    fig = _plot_safety(saf, ctx.files / "safety.png")
+    n = [r.pop("_n") for r in saf]
+    sources = [c for r in saf for c in r.pop("_ci")]
+    for r in saf:
+        r.pop("_xy")
     return [
         Section.of(
             "Safety operating regime",
-            "False-alarm share of safety errors vs safety recall; n: the true violations.",
+            "False-alarm share of safety errors vs safety recall, each with its interval "
+            "(a share over a few errors is wide, never exact); n: the true violations.",
             saf,
-            _plot_safety(saf, ctx.files / "safety.png"),
-            n=[r.pop("_n") for r in saf],
+            fig,
+            sources,
+            n=n,
             metrics=["safety_recall", "false_alarm_share"],
         )
     ]
@@ -353,11 +377,23 @@ def _across_run_sections(ctx: ReportContext) -> list[Section]:
 
 
 def _paired_sections(ctx: ReportContext) -> list[Section]:
-    """Paired-difference matrix per run."""
+    """Paired-difference matrix per run (a rule that applies to part of the items is left
+    out: on identical decisions it would be charged with the ones it cannot answer)."""
     out = []
+    load_project_rules(ctx.project)
     for p in ctx.paired:
+        partial = sorted({e.model for e in p.entries if e.is_rule and rule_applies(e.model)})
+        if partial:
+            kept = tuple(c for c in p.pairs if not {c.a.model, c.b.model} & set(partial))
+            p = replace(p, pairs=kept)
         if not p.pairs:
             continue
+        left_out = (
+            f" Left out: {', '.join(partial)}, which appl{'ies' if len(partial) == 1 else 'y'} "
+            "to part of the items only (compared on its support where a section does so)."
+            if partial
+            else ""
+        )
         prow = [
             {
                 "a": c.a.id,
@@ -371,7 +407,8 @@ def _paired_sections(ctx: ReportContext) -> list[Section]:
         out.append(
             Section.of(
                 f"Paired differences ({p.run_id})",
-                "Paired bootstrap on identical decisions; distinguishable only when the 95% CI excludes zero.",
+                "Paired bootstrap on identical decisions; distinguishable only when the 95% CI "
+                "excludes zero." + left_out,
                 prow,
                 _plot_paired(p, ctx.files / f"paired_{_safe(p.run_id)}.png"),
                 [p.as_dict()],  # the design note reads the intervals in the JSON form
@@ -550,7 +587,10 @@ def across_sections(a: dict[str, Any]) -> list[Section]:
     table row with its n: the report, ``benchmark across`` and the dashboard show these."""
     rid, mets = a["run_id"], a["metrics"]
     out: list[Section] = []
+    replaced = _superseded(mets)
     for name, r in mets.items():
+        if name in replaced:
+            continue
         start = len(out)
         _across_section(out, name, r, rid)
         for sec in out[start:]:
@@ -788,13 +828,18 @@ def _safety(board: list[BoardEntry]) -> list[dict[str, Any]]:
         r = (m.metrics.get("safety_recall") or {}).get("value")
         fa = m.metrics.get("false_alarm_share") or {}
         if isinstance(r, dict) and isinstance(fa.get("value"), dict):
+            counts = fa.get("counts") or {}
+            errors = int(counts.get("false_alarms", 0)) + int(counts.get("missed", 0))
             out.append(
                 {
                     "model": _label(m),
-                    "safety recall": r["point"],
-                    "false-alarm share": fa["value"]["point"],
+                    "safety recall": fmt_ci(r),
+                    "false-alarm share": fmt_ci(fa["value"]),
+                    "safety errors": errors,
                     "regime": fa.get("regime"),
-                    "_n": (fa.get("counts") or {}).get("violations"),
+                    "_n": counts.get("violations"),
+                    "_xy": (fa["value"]["point"], r["point"]),
+                    "_ci": (r, fa["value"]),
                 }
             )
     return out
@@ -864,8 +909,9 @@ def _plot_heatmap(rows: list[dict[str, Any]], path: Path) -> Figure:
 def _plot_safety(rows: list[dict[str, Any]], path: Path) -> Figure:
     fig, ax = _fig(6, 5)
     for r in rows:
-        ax.scatter(r["false-alarm share"] or 0, r["safety recall"] or 0)
-        ax.annotate(r["model"], (r["false-alarm share"] or 0, r["safety recall"] or 0), fontsize=7)
+        x, y = (v or 0 for v in r["_xy"])
+        ax.scatter(x, y)
+        ax.annotate(r["model"], (x, y), fontsize=7)
     ax.axvline(0.5, color="grey", ls="--")
     ax.set_xlim(-0.05, 1.05)
     ax.set_ylim(-0.05, 1.05)
@@ -940,3 +986,16 @@ def _plot_provenance(g: GoldComparison, path: Path) -> Figure:
     ax.set_ylabel("accuracy")
     ax.legend()
     return _save(fig, path)
+
+
+def _superseded(mets: dict[str, Any]) -> set[str]:
+    """Metrics whose sections another result of the run replaces: a metric that defines
+    the same quantity its own way (the probe protocol's balanced H_hard and net change)
+    names the generic ones in ``supersedes``, so one report never shows two conflicting
+    definitions of the hard subset or of the net change. Only results with a value count
+    (a protocol that could not run leaves the generic sections in place)."""
+    out: set[str] = set()
+    for name, r in mets.items():
+        if isinstance(r, dict) and not r.get("note"):
+            out |= {str(x) for x in r.get("supersedes") or () if x != name}
+    return out

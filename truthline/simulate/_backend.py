@@ -3,7 +3,8 @@
 The truth is looked up by the backend itself, by the request's item id, in the store's
 ``items.sim_truth`` column (the runner binds the store before the first request): it never
 travels in the request, so no prompt or request a real backend is sent carries it.
-Answers come from ``simulated_raw`` (deterministic per item and prompt); rows it writes
+Answers come from ``simulated_request_raw`` (``simulated_raw``, deterministic per item and
+prompt; a probe answerer also reads the request's condition and control); rows it writes
 carry ``simulated = True``. Token counts are estimates (4 characters per token, 85 per
 image) so cost and budget logic can be exercised with a ``price_in``/``price_out`` option;
 the default price is zero.
@@ -29,7 +30,7 @@ from truthline.simulate._vlm import (
     get_profile,
     simulated_mapping,
     simulated_prose,
-    simulated_raw,
+    simulated_request_raw,
 )
 from truthline.store import tables
 
@@ -88,8 +89,8 @@ class SimulatedBackend(Backend):
             text = simulated_prose(self.spec.name, self.truth_of(request), project, key_of(request))
         else:
             truth = self.truth_of(request)
-            text = simulated_raw(
-                self.spec.name, truth, self._project(request), key_of(request), request.fields
+            text = simulated_request_raw(
+                self.spec.name, truth, self._project(request), key_of(request), request
             )
         tokens_in = (len(request.user) + len(request.system or "")) // 4 + 85 * len(request.images)
         return Completion(text=text, tokens_in=tokens_in, tokens_out=len(text) // 4)

@@ -37,6 +37,7 @@ from truthline.fields import (
     SingleChoice,
     Text,
 )
+from truthline.simulate._probe import ProbeBehaviour, probe_answer
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,10 @@ class SimProfile:
     share: float = 0.0
     """P(this model gives the partner's wrong answer | the partner errs on the decision),
     by a coin seeded per item and decision (the same for every model of the family)."""
+
+    probe: ProbeBehaviour | None = None
+    """An evidence-anchored probe answerer (PhysAlign, ``_probe``): the answer then follows
+    the request's probe type, condition and control instead of the per-field rates."""
 
     def error_rate(self, path: str) -> float:
         return self.field_error.get(path, self.default_error)
@@ -534,3 +539,90 @@ def _mis_map(ft: FieldType, value: Any, rng: random.Random, error: float) -> Any
         return sorted(cur ^ {flip}) if flip is not None else value
     others = [c for c in cats if c != value]
     return rng.choice(others) if others else value
+
+
+# -- SIMULATED PhysAlign probe answerers (seeds/002; ``_probe``) -------------------------------
+# Rates loosely after the paper's picture: strong models misread rarely and err mostly in
+# grounding; a weak reader's grounding errors follow its misreads (+GT repairs many, as for
+# Qwen3.5-4B: repairs 13% and harms 5% of the mass); a nearest-region guesser keeps its
+# errors under +GT and is harmed by the supplied reading. Every profile falls to a 1/K guess
+# without the image.
+PROBE_PROFILES: dict[str, tuple[str, ProbeBehaviour]] = {
+    "physalign-strong": (
+        "SIMULATED strong probe answerer: few misreads, grounding errors dominate",
+        ProbeBehaviour(
+            read_error={"T02-single": 0.03, "T03-image": 0.06},
+            ground_error={"T02-single": 0.06, "T03-image": 0.12, "T03-text": 0.1},
+            misread_misgrounds=0.8,
+            nearest_bias=0.5,
+            gt_harm=0.03,
+        ),
+    ),
+    "physalign-misreader": (
+        "SIMULATED weak reader: its misreads drive wrong owners, so +GT repairs many",
+        ProbeBehaviour(
+            read_error={"T02-single": 0.2, "T03-image": 0.35},
+            ground_error={"T02-single": 0.1, "T03-image": 0.1, "T03-text": 0.15},
+            misread_misgrounds=0.9,
+            nearest_bias=0.3,
+            gt_harm=0.08,
+        ),
+    ),
+    "physalign-nearest": (
+        "SIMULATED nearest-region guesser: reads well, grounds by proximity, harmed by +GT",
+        ProbeBehaviour(
+            read_error={"T02-single": 0.05, "T03-image": 0.1},
+            ground_error={"T02-single": 0.3, "T03-image": 0.4, "T03-text": 0.35},
+            misread_misgrounds=0.5,
+            nearest_bias=0.9,
+            gt_harm=0.15,
+            reorder_flip=0.1,
+        ),
+    ),
+}
+
+
+def _probe_profile(name: str, description: str, beh: ProbeBehaviour) -> None:
+    @simulated_profile(name)
+    def make() -> SimProfile:
+        return SimProfile(description=description, default_error=0.0, probe=beh)
+
+
+for _pname, (_pdesc, _pbeh) in PROBE_PROFILES.items():
+    _probe_profile(_pname, _pdesc, _pbeh)
+
+
+def simulated_request_raw(
+    profile: str, truth: dict[str, Any], project: Any, key: str, request: Any
+) -> str:
+    """``simulated_raw`` for one model request: a probe answerer (``SimProfile.probe``)
+    reads the request's public probe type and candidates, its condition, control and whether
+    any image is attached; every other profile answers as ``simulated_raw`` does."""
+    import json
+
+    prof = get_profile(profile)
+    if prof.probe is None:
+        return simulated_raw(profile, truth, project, key, request.fields)
+    if prof.format_failure and seeded_rng(profile, key, "format").random() < prof.format_failure:
+        return "The owner is probably the block. (SIMULATED unparseable answer)"
+    bench = getattr(project, "benchmark", None)
+    fields = dict(request.fields or {})
+    read_field = getattr(bench, "read_field", None) or next(
+        (n for n, f in fields.items() if isinstance(f, Reading)), "read"
+    )
+    ground_field = getattr(bench, "ground_field", None) or next(
+        (n for n, f in fields.items() if isinstance(f, SingleChoice)), "owner"
+    )
+    answer = probe_answer(
+        prof.probe,
+        profile,
+        item_identity(key),
+        truth or {},
+        request.context or {},
+        has_images=bool(request.images),
+        read_field=read_field,
+        ground_field=ground_field,
+        asked=list(fields),
+        confidence_field=getattr(bench, "confidence_field", None) or "confidence",
+    )
+    return json.dumps(answer)

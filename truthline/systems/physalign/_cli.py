@@ -15,8 +15,10 @@ if TYPE_CHECKING:
     from truthline.store import Store
 
 app = typer.Typer(
-    help="PhysAlign probes: generated diagrams, annotation passes in Label Studio, probe "
-    "compiler with a leak check, blind double verification and adjudication.",
+    help="PhysAlign probes: generated diagrams or your own problems, annotation passes in "
+    "Label Studio (or loaded from files), probe compiler with exact-input dedup and a leak "
+    "check, blind double verification and adjudication, screening states and the "
+    "post-construction audit.",
     no_args_is_help=True,
 )
 
@@ -105,7 +107,9 @@ def compile_cmd(
         as_json,
         lambda: console.print(
             f"{info['probes']} probes from {info['parents']} parents -> {info['out']} "
-            f"(types {info['types']}, sets {info['eligibility']}, {info['skipped']} observations skipped)"
+            f"(types {info['types']}, sets {info['eligibility']}, {info['skipped']} observations "
+            f"skipped, {info['deduplicated']} exact-input duplicates collapsed, "
+            f"{info['linked_parent_groups']} groups of parents sharing an image kept in one split)"
         ),
     )
 
@@ -154,10 +158,10 @@ def export(
     ] = False,
     read_field: Annotated[
         str, typer.Option("--read-field", help="Project field for the reading.")
-    ] = "reading",
+    ] = "read",
     ground_field: Annotated[
         str, typer.Option("--ground-field", help="Project field for the candidate alias.")
-    ] = "candidate",
+    ] = "owner",
     project: Annotated[
         str | None,
         typer.Option(
@@ -190,6 +194,16 @@ def export(
             f"{info['items']} probes ({info['withheld']} withheld, {info['pending']} undecided "
             f"left out) -> {info['metadata']}, {info['labels']}"
         )
+        if info.get("held_corrections"):
+            console.print(
+                f"[yellow]{info['held_corrections']} corrected targets held back[/] until a "
+                f"fresh blind re-verification approves them: {', '.join(info['held_probe_ids'])}"
+            )
+        if info.get("risk_isolated"):
+            console.print(
+                f"[yellow]{info['risk_isolated']} risk-isolated probes left out[/]: "
+                f"{', '.join(info['isolated_probe_ids'])}"
+            )
         console.print(
             f"truthline items import {info['media']} --media-root {info['media_root']} "
             f"--metadata {info['metadata']} && truthline audit import-table {info['labels']}"
@@ -526,5 +540,439 @@ def status_cmd(release: ReleaseOpt, as_json: JsonOpt = False) -> None:
         console.print(f"verification: {info['verification']}")
         if info.get("decided_by"):
             console.print(f"decided by: {info['decided_by']}")
+        if info.get("screening"):
+            console.print(f"screening: {info['screening']}")
+
+    emit(info, as_json, render)
+
+
+# -- a user's own problems, and decisions from files ------------------------------------------
+@app.command("import-problems")
+def import_problems_cmd(
+    table: Annotated[
+        Path,
+        typer.Argument(
+            help="CSV or JSONL, one row per problem: problem_id, image (file path), text, "
+            "and optionally question and domain."
+        ),
+    ],
+    out: Annotated[Path, typer.Option("--out", help="Work folder to create.")],
+    image_root: Annotated[
+        Path | None,
+        typer.Option(
+            "--image-root",
+            help="Folder the image paths are relative to (default: the table's folder).",
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Import your own diagrams and problem texts (not generated) as a work folder.
+
+    Writes OUT/annotations.jsonl and OUT/images/ (PNG); then annotate with `passes push`
+    (Label Studio) or bring annotations in with `passes load`, and compile as usual.
+    """
+    from truthline.systems.physalign._import import import_problems
+
+    info = import_problems(table, output_dir(out), image_root)
+    emit(info, as_json, lambda: console.print(f"{info['problems']} problems -> {info['file']}"))
+
+
+@passes_app.command("load")
+def passes_load(
+    work: WorkOpt,
+    observe: Annotated[
+        Path,
+        typer.Option(
+            "--observe",
+            help="Passes 1-3: a Label Studio JSON export (or the same "
+            "list, one entry per annotation with parent_id, annotator, result).",
+        ),
+    ],
+    review: Annotated[
+        Path | None,
+        typer.Option("--review", help="Pass 4: the reviewer's export of the same parents."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Load pass annotations from files instead of a Label Studio server (same converter and
+    consolidation as `passes pull`: verified only when annotator and reviewer both hold it)."""
+    from truthline.systems.physalign._import import load_passes
+
+    info = load_passes(work, observe, review)
+
+    def render() -> None:
+        o = info["observe"]
+        console.print(f"passes 1-3: {o['annotated']} of {o['parents']} parents -> {o['file']}")
+        if "review" in info:
+            r = info["review"]
+            console.print(
+                f"pass 4: {r['reviewed']} reviewed, {r['verified']} observations verified, "
+                f"{r['disputed']} disputed -> {r['file']}"
+            )
+
+    emit(info, as_json, render)
+
+
+RoundOpt = Annotated[
+    str,
+    typer.Option(
+        "--round",
+        help="verify: the first blind round (decides every probe); reverify: the fresh "
+        "blind round on corrected targets.",
+    ),
+]
+
+
+@verify_app.command("load")
+def verify_load(
+    release: ReleaseOpt,
+    answers: Annotated[
+        Path,
+        typer.Argument(
+            help="CSV or JSONL: probe_id, reviewer, role, read, qc_flags (';'-separated), "
+            "note, submitted_at."
+        ),
+    ],
+    round_: RoundOpt = "verify",
+    as_json: JsonOpt = False,
+) -> None:
+    """Record blind answers from a file, decided by the same rules as `verify pull`."""
+    from truthline.systems.physalign._reverify import load_answers
+
+    info = load_answers(release, answers, round_)
+
+    def render() -> None:
+        if "by_status" in info:
+            _render_counts(info)
+        else:
+            console.print(
+                f"{info['corrected']} corrected targets: {info['reverify']}; held back: "
+                f"{', '.join(info['held']) or 'none'}"
+            )
+
+    emit(info, as_json, render)
+
+
+@verify_app.command("reverify-push")
+def verify_reverify_push(
+    ctx: typer.Context,
+    release: ReleaseOpt,
+    reviewer: ReviewerOpt,
+    url: UrlOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """A fresh blind project per reviewer with the probes whose target was corrected (the
+    adjudicator cannot re-verify: they saw the target)."""
+    from truthline.systems.physalign._reverify import push_reverify
+
+    info = push_reverify(_store(ctx), _client(ctx, url), release, reviewer)
+    emit(
+        info,
+        as_json,
+        lambda: console.print(
+            f"{info['probes']} corrected probes -> "
+            + ", ".join(f"{p['reviewer']} {p['project_url']}" for p in info["projects"])
+        ),
+    )
+
+
+@verify_app.command("reverify-pull")
+def verify_reverify_pull(
+    ctx: typer.Context, release: ReleaseOpt, url: UrlOpt = None, as_json: JsonOpt = False
+) -> None:
+    """Pull the re-verification: a corrected target is approved only when both fresh blind
+    answers equal it and neither flagged QC."""
+    from truthline.systems.physalign._reverify import pull_reverify
+
+    info = pull_reverify(_store(ctx), _client(ctx, url), release)
+    emit(
+        info,
+        as_json,
+        lambda: console.print(
+            f"{info['corrected']} corrected targets: {info['reverify']}; held back: "
+            f"{', '.join(info['held']) or 'none'}"
+        ),
+    )
+
+
+@adjudicate_app.command("load")
+def adjudicate_load(
+    release: ReleaseOpt,
+    decisions: Annotated[
+        Path,
+        typer.Argument(
+            help="CSV or JSONL: probe_id, adjudicator, decision (approve_target, "
+            "correct_target_regenerate, correct_probe_regenerate, withhold_ambiguous), "
+            "corrected_role, corrected_read, rationale, submitted_at."
+        ),
+    ],
+    as_json: JsonOpt = False,
+) -> None:
+    """Record third-reviewer decisions from a file, as `adjudicate pull` records them."""
+    from truthline.systems.physalign._reverify import load_adjudications
+
+    info = load_adjudications(release, decisions)
+    emit(info, as_json, lambda: _render_counts(info))
+
+
+@app.command("screening")
+def screening_cmd(
+    release: ReleaseOpt,
+    isolate: Annotated[
+        Path | None,
+        typer.Option(
+            "--isolate",
+            help="CSV or JSONL of probe or parent ids (column id, optional reason) to isolate "
+            "as risks; parents sharing their original image are isolated with them.",
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Screening state of every probe candidate, admission and parent retention.
+
+    Each probe is in exactly one state: approved, rejected, further review, incomplete or
+    risk-isolated; corrected targets are counted by their blind re-verification."""
+    from rich.table import Table
+
+    from truthline.systems.physalign._screening import STATES, screening_table
+
+    info = screening_table(release, isolate)
+
+    def render() -> None:
+        n = info["candidates"]
+        t = Table(
+            "state", "probes", "share", title=f"{n} candidates, {info['candidate_parents']} parents"
+        )
+        for s in STATES:
+            share = info["shares"][s]
+            t.add_row(
+                s.replace("_", " "), str(info["states"][s]), "" if share is None else f"{share:.2%}"
+            )
+        console.print(t)
+        a = info["admission"]
+        console.print(
+            f"admission: {a['approved_before_isolation']} approved, {a['risk_isolated']} "
+            f"risk-isolated, {a['retained']} retained from {a['retained_parents']} parents "
+            f"({a['parents_complete']} complete, {a['parents_partial']} partial, "
+            f"{a['parents_without_retained_probe']} without a retained probe)"
+        )
+        c = info["corrections"]
+        console.print(
+            f"corrected targets: {c['corrected_targets']}, re-verification {c['reverify']}"
+        )
+        if info["not_compiled"]:
+            console.print(f"observations not compiled: {info['not_compiled']}")
+
+    emit(info, as_json, render)
+
+
+post_audit_app = typer.Typer(
+    help="Post-construction quality audit of retained probes: a declared sample allocated "
+    "across groups in a fixed-seed hash order, first-pass and post-correction rates.",
+    no_args_is_help=True,
+)
+app.add_typer(post_audit_app, name="post-audit")
+
+
+@post_audit_app.command("plan")
+def post_audit_plan(
+    release: ReleaseOpt,
+    n: Annotated[int, typer.Option("--n", min=1, help="Probes to audit in all.")],
+    by: Annotated[
+        list[str] | None,
+        typer.Option("--by", help="Group by probe_type and/or domain (repeatable)."),
+    ] = None,
+    census_smallest: Annotated[
+        int,
+        typer.Option("--census-smallest", min=0, help="Audit the K smallest groups in full."),
+    ] = 0,
+    seed: SeedOpt = 0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Declare the audit sample (written once): allocation per group and, within a group,
+    probes in sha256("SEED|probe_id") order; writes a worksheet for the auditors."""
+    from truthline.systems.physalign._post_audit import plan
+
+    info = plan(
+        release, n, by=tuple(by or ["probe_type"]), seed=seed, census_smallest=census_smallest
+    )
+    emit(
+        info,
+        as_json,
+        lambda: console.print(
+            f"{info['n']} of {info['frame']} retained probes: {info['allocation']} -> "
+            f"{info['worksheet']}"
+        ),
+    )
+
+
+@post_audit_app.command("report")
+def post_audit_report(
+    release: ReleaseOpt,
+    outcomes: Annotated[
+        Path,
+        typer.Option(
+            "--outcomes",
+            help="The filled worksheet (CSV or JSONL): probe_id, first_pass (pass/flag), "
+            "reinspection (pass/unresolved, for flagged probes).",
+        ),
+    ],
+    as_json: JsonOpt = False,
+) -> None:
+    """First-pass and post-correction acceptance rates of the audited sample, overall and per
+    group, with Wilson intervals widened for parent clusters."""
+    from rich.table import Table
+
+    from truthline.systems.physalign._post_audit import report
+
+    info = report(release, outcomes)
+
+    def ci(r: dict[str, Any]) -> str:
+        if r["point"] is None:
+            return "-"
+        return f"{r['point']:.2%} [{r['low']:.2%}, {r['high']:.2%}]"
+
+    def render() -> None:
+        t = Table(
+            "group", "size", "sampled", "audited", "first pass", "after correction", "unresolved"
+        )
+        for g, a in info["allocation"].items():
+            s = info["groups"][g]
+            t.add_row(
+                g,
+                str(a["group_size"]),
+                str(a["audited"]),
+                str(s["audited"]),
+                ci(s["first_pass_rate"]),
+                ci(s["after_correction_rate"]),
+                str(s["unresolved"]),
+            )
+        o = info["overall"]
+        t.add_row(
+            "all",
+            str(info["frame"]),
+            str(info["sample"]),
+            str(o["audited"]),
+            ci(o["first_pass_rate"]),
+            ci(o["after_correction_rate"]),
+            str(o["unresolved"]),
+        )
+        console.print(t)
+        if info["not_yet_audited"]:
+            console.print(
+                f"[yellow]{len(info['not_yet_audited'])} sampled probes not audited yet[/]"
+            )
+        console.print(info["note"])
+
+    emit(info, as_json, render)
+
+
+@app.command("solve")
+def solve_cmd(
+    ctx: typer.Context,
+    problems: Annotated[
+        Path,
+        typer.Option(
+            "--problems",
+            help="CSV or JSONL of parent problems: parent, format (choice, fill-in, "
+            "short-answer, calculation), problem_text, question, options (JSON letter -> "
+            "text), images (';'-separated paths relative to the table).",
+        ),
+    ],
+    references: Annotated[
+        Path,
+        typer.Option(
+            "--references",
+            help="CSV or JSONL of references: parent, format, answer, rel_tol, abs_tol.",
+        ),
+    ],
+    run: Annotated[
+        str,
+        typer.Option(
+            "--run", help="The benchmark run whose grounding the outcomes join (Table 17)."
+        ),
+    ],
+    model: Annotated[
+        list[str] | None,
+        typer.Option("--model", "-m", help="Model spec to ask every problem (repeatable)."),
+    ] = None,
+    replies: Annotated[
+        Path | None,
+        typer.Option("--replies", help="CSV or JSONL of replies instead: model, parent, reply."),
+    ] = None,
+    credit: Annotated[
+        Path | None,
+        typer.Option(
+            "--credit",
+            help="Expert grades of short-answer and calculation replies: model, parent, "
+            "points, max_points[, final_correct]; ungraded ones stay pending.",
+        ),
+    ] = None,
+    max_tokens: Annotated[
+        int | None, typer.Option("--max-tokens", help="Output cap of a worked solution.")
+    ] = None,
+    project: Annotated[str | None, typer.Option("--project", help="Project name.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Original-problem solving (SolveAcc): ask or load each parent problem's reply, score
+    the last \\boxed{...} against the reference under its tolerance (expert credit for
+    worked solutions), keep the outcomes with the run so its report adds SolveAcc and the
+    grounding split by solve-correct vs solve-wrong parents (Δsolve)."""
+    from rich.table import Table
+
+    from truthline._cli_common import ws_project
+    from truthline.errors import TruthlineError
+    from truthline.systems.physalign import _solve as S
+
+    if bool(model) == (replies is not None):
+        raise TruthlineError("give either --model SPEC (ask) or --replies FILE (load), not both")
+    ws, proj = ws_project(ctx, project)
+    try:
+        refs = S.read_references(references)
+        grades = S.read_credit(credit) if credit else []
+        if replies is not None:
+            got = S.read_replies(replies)
+        else:
+            probs = S.read_problems(problems)
+            got = [r for m in model or [] for r in S.run_solve(ws.store, proj, m, probs)]
+    except KeyError as exc:  # a missing column: name the table and the column
+        raise TruthlineError(f"solve tables: missing column {exc} (see --help)") from exc
+    outcomes = S.score_replies(got, refs, grades)
+    path = S.write_outcomes(proj, run, outcomes)
+    by_model: dict[str, list[Any]] = {}
+    for o in outcomes:
+        by_model.setdefault(o.model, []).append(o)
+    accs = [S.solve_acc(v) for v in by_model.values()]
+    info = {
+        "run": run,
+        "outcomes": str(path),
+        "models": [
+            {
+                "model": a.model,
+                "solve_acc": a.value.as_dict(),
+                "scored": a.scored,
+                "failed": a.failed,
+                "pending": a.pending,
+                "infra_missing": a.infra_missing,
+            }
+            for a in accs
+        ],
+    }
+
+    def render() -> None:
+        from truthline.stats import fmt_ci
+
+        t = Table("model", "SolveAcc [95% CI]", "scored", "no box", "pending", "missing")
+        for a in accs:
+            t.add_row(
+                a.model,
+                fmt_ci(a.value),
+                str(a.scored),
+                str(a.failed),
+                str(a.pending),
+                str(a.infra_missing),
+            )
+        console.print(t)
+        console.print(f"outcomes kept in {path}; `truthline benchmark report {run}` adds Δsolve")
 
     emit(info, as_json, render)

@@ -8,6 +8,8 @@ aliases (E1..EK) and the display order are drawn ONCE from a per-probe RNG seede
 rerun reuses what is stored, so the alias a reviewer or a model saw never changes. Public
 records hold opaque ids only; the parent, entity ids and the alias map stay private, and
 ``leak_check`` refuses the release if any of them reaches a public file or a rendered prompt.
+Exact-input duplicates are collapsed before the parent-disjoint split, and parents sharing
+an original image share a split (``_dedup``; counted in ``private/dedup.json``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import numpy as np
 
 from truthline.benchmark._scoring import READ_RULES
 from truthline.errors import TruthlineError
+from truthline.systems.physalign._dedup import DEDUP_FILE, DEDUP_RULE, Dedup, dedup, image_hash
 from truthline.systems.physalign._generate import opaque
 from truthline.systems.physalign._leak import leak_check_release, occurs
 from truthline.systems.physalign._nearest import RULE as NEAREST_RULE
@@ -81,6 +84,7 @@ class Release:
     rules: dict[str, Any] = field(default_factory=dict)
     skipped: list[dict[str, Any]] = field(default_factory=list)
     images: dict[str, Path] = field(default_factory=dict)  # image id -> source file
+    dedup: Dedup = field(default_factory=Dedup)  # exact-input duplicates and split groups
 
 
 def probe_rng(seed: int, parent: str, anchor_key: str, ptype: str) -> np.random.Generator:
@@ -135,11 +139,14 @@ def compile_records(
     """Compile annotation records into a release (in memory)."""
     stored = dict(stored_aliases or {})
     rel = Release(seed=seed, aliases=dict(stored))  # drawn once: stored entries are kept
+    hashes: dict[str, str] = {}
     for rec in records:
         parent = rec["parent_id"]
         image_id = opaque("img-", COMPILER, seed, parent, rec["image"]["image_id"])
-        if image_root is not None:
-            rel.images[image_id] = Path(image_root) / rec["image"]["path"]
+        src = None if image_root is None else Path(image_root) / rec["image"]["path"]
+        if src is not None:
+            rel.images[image_id] = src
+        hashes[parent] = image_hash(src, rec["image"]["image_id"])
         image = {
             "image_id": image_id,
             "path": f"images/{image_id}.png",
@@ -167,6 +174,7 @@ def compile_records(
                     "alias_map": priv["alias_map"],
                     "order": [c["alias"] for c in pub["candidates"]],
                 }
+    _dedup(rel, hashes)
     _split(rel)
     rel.rules = {
         "compiler": COMPILER,
@@ -176,9 +184,28 @@ def compile_records(
         "nearest_rule": NEAREST_RULE,
         "read_rules": list(READ_RULES),
         "alias_rng": "sha256(release_seed|parent|anchor key|type) -> numpy default_rng",
-        "split": {"by": "parent", "dev_share": SPLIT_DEV_SHARE},
+        "split": {"by": "parent", "dev_share": SPLIT_DEV_SHARE, "linked_by": DEDUP_RULE},
+        "dedup": DEDUP_RULE,
     }
     return rel
+
+
+def _dedup(rel: Release, hashes: dict[str, str]) -> None:
+    """Collapse exact-input duplicates before the split (kept: the first by parent id)."""
+    keep, found = dedup(rel.public, rel.private, hashes)
+    kept_of = {d: k for k, ds in found.duplicates.items() for d in ds}
+    for priv in rel.private:
+        if priv["probe_id"] in kept_of:
+            rel.skipped.append(
+                {
+                    "parent": priv["parent_id"],
+                    "obs": priv["source_links"].get("obs_id"),
+                    "reason": f"exact-input duplicate of probe {kept_of[priv['probe_id']]}",
+                }
+            )
+    rel.public = [rel.public[i] for i in keep]
+    rel.private = [rel.private[i] for i in keep]
+    rel.dedup = found
 
 
 def _compile_one(
@@ -346,12 +373,23 @@ def _plus_gt_admissible(
 
 
 def _split(rel: Release) -> None:
-    """Parent-disjoint split, seeded: every probe of a parent shares the parent's split."""
+    """Parent-disjoint split, seeded: every probe of a parent shares the parent's split, and
+    parents linked by an original-image hash or a collapsed duplicate share one split."""
     parents = sorted({p["parent_id"] for p in rel.private})
+    present = set(parents)
+    groups = [g2 for g in rel.dedup.groups if (g2 := [p for p in g if p in present])]
+    grouped = {p for g in groups for p in g}
+    groups += [[p] for p in parents if p not in grouped]
+    groups.sort(key=lambda g: g[0])
     rng = np.random.default_rng([rel.seed, 7])
-    order = [parents[int(i)] for i in rng.permutation(len(parents))]
     n_dev = round(SPLIT_DEV_SHARE * len(parents))
-    split = {p: ("dev" if k < n_dev else "test") for k, p in enumerate(order)}
+    split: dict[str, str] = {}
+    n = 0
+    for i in rng.permutation(len(groups)):
+        side = "dev" if n < n_dev else "test"
+        for p in groups[int(i)]:
+            split[p] = side
+            n += 1
     rel.membership = {
         p: {
             "split": split[p],
@@ -400,6 +438,8 @@ def compile_release(
         "types": counts,
         "eligibility": elig,
         "skipped": len(rel.skipped),
+        "deduplicated": rel.dedup.dropped,
+        "linked_parent_groups": sum(1 for g in rel.dedup.groups if len(g) > 1),
         "seed": seed,
     }
 
@@ -425,3 +465,4 @@ def write_release(rel: Release, out: Path, records: list[dict[str, Any]]) -> Non
     write_json(priv_dir / "rules.json", rel.rules)
     write_jsonl(priv_dir / "annotations.jsonl", records)
     write_jsonl(priv_dir / "skipped.jsonl", rel.skipped)
+    write_json(out / DEDUP_FILE, rel.dedup.as_json())

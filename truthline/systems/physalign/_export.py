@@ -2,17 +2,23 @@
 
 ``metadata.csv`` (for ``truthline items import <release>/import/views --media-root
 <release>/import --metadata ...``; ``import/views`` holds the exported probes' views only)
-has one row per probe: the localized view is the item's
-image, the public inputs the template declares (``probe_type``, ``problem_text``,
+has one row per probe: the item is the folder ``views/<probe id>/`` holding its two
+images in the order they are sent, ``1-diagram.png`` (the full diagram) and ``2-view.png``
+(the localized view: anchor and candidate views drawn on it; seeds/002 App. C.2 sends both),
+the public inputs the template declares (``probe_type``, ``problem_text``,
 ``question``, ``anchor``, ``candidates`` alias -> ``{"bbox": [x, y, w, h]}`` (and
 ``"polyline"``) in display order; no ``label_xy``: the anchor box says where the label is, and a
 column empty for text anchors would be mixed-type), the cluster (an opaque group id, never the parent id),
-the eligibility sets and K, and ``sim_truth`` (for SIMULATED models only).
+the eligibility sets and K, and ``sim_truth`` (for SIMULATED models only: the targets under
+the project's field names, and under ``_probe`` the frozen nearest-region alias a SIMULATED
+model with a nearest-region bias falls back to).
 ``labels.csv`` (for ``truthline audit import-table``) holds the targets: each blind
 verifier's answer (tier 1, blind arm) and the final decision as an expert value (tier 2),
-so ``audit finalize`` makes the decided target gold with provenance. Withheld probes are
-left out; before verification ``--unverified`` exports the compiled targets as the
-generator's (named so) instead.
+so ``audit finalize`` makes the decided target gold with provenance. Only probes in the
+screening state ``approved`` are exported: withheld and undecided ones are left out, a
+corrected target is held back until a fresh blind verification of the corrected value
+approved it, and a risk-isolated probe stays out (both counted and named). Before
+verification ``--unverified`` exports the compiled targets as the generator's (named so).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from typing import Any
 from truthline.errors import TruthlineError
 from truthline.systems.physalign._generate import opaque
 from truthline.systems.physalign._records import read_json, read_jsonl
+from truthline.systems.physalign._screening import screen
 
 DECIDED = ("approved_direct", "approved_adjudicated", "corrected_regenerated")
 
@@ -49,8 +56,8 @@ def _role(priv: dict[str, Any]) -> str:
 def write_import_tables(
     release: Path,
     *,
-    read_field: str = "reading",
-    ground_field: str = "candidate",
+    read_field: str = "read",
+    ground_field: str = "owner",
     unverified: bool = False,
     project: Any = None,
 ) -> dict[str, Any]:
@@ -82,7 +89,11 @@ def write_import_tables(
     out = release / "import"
     out.mkdir(parents=True, exist_ok=True)
     meta_rows, label_rows = [], []
+    diagrams: dict[str, Path] = {}  # item key -> the probe's full diagram
     withheld = pending = 0
+    held: list[str] = []  # corrected targets not yet re-verified blind
+    isolated: list[str] = []  # approved, but risk-isolated (a shared-source correction)
+    states = None if unverified else screen(release).state
     for priv in private:
         pid = priv["probe_id"]
         pub = public[pid]
@@ -95,78 +106,26 @@ def write_import_tables(
             if decision not in DECIDED:
                 pending += 1
                 continue
-        anchor = pub["evidence"][0]
-        cands = {c["alias"]: _geometry(c) for c in pub["candidates"]}  # display order
+            if decision == "corrected_regenerated" and not reverified(rev or {}):
+                held.append(pid)
+                continue
+            if states is not None and states[pid] == "risk_isolated":
+                isolated.append(pid)
+                continue
         final = (rev or {}).get("final") or {}
         role = final.get("role") or _role(priv)
         read_t = (
             final["read"] if "read" in final else (priv["targets"].get("read") or {}).get("text")
         )
-        el = priv["eligibility"]
         key = f"views/{pid}"
+        diagrams[key] = release / "public" / pub["problem"]["images"][0]["path"]
         meta_rows.append(
-            {
-                "key": key,
-                "probe_type": priv["probe_type"],
-                "domain": priv.get("domain") or "",
-                "problem": opaque("grp-", rules["release_seed"], priv["parent_id"]),
-                "split": membership[priv["parent_id"]]["split"],
-                "problem_text": pub["problem"]["text"],
-                "question": pub["question"],
-                "anchor": json.dumps({k: v for k, v in anchor.items() if k != "image_id"}),
-                "candidates": json.dumps(cands),
-                "K": priv["baseline"]["K"],
-                "in_L": int(el["L"]),
-                "in_P": int(el["P"]),
-                "in_H": int(el["H"]),
-                "in_H_hard": int(el["H_hard"]),
-                "nearest_alias": priv["baseline"].get("nearest_alias") or "",
-                "sim_truth": json.dumps({read_field: read_t, ground_field: role}),
-            }
+            _meta_row(priv, pub, rules, membership, key, {read_field: read_t, ground_field: role})
         )
-        if unverified:
-            label_rows.append(
-                _label(key, ground_field, "generator@physalign.local", role, 2, "review", True)
-            )
-            if read_t:
-                label_rows.append(
-                    _label(key, read_field, "generator@physalign.local", read_t, 2, "review", True)
-                )
-            continue
-        for b in (rev or {}).get("blind", []):
-            ans = b.get("answer") or {}
-            if ans.get("role"):
-                label_rows.append(
-                    _label(key, ground_field, b["reviewer"], ans["role"], 1, "blind", False)
-                )
-            if read_t and ans.get("read"):
-                label_rows.append(
-                    _label(key, read_field, b["reviewer"], ans["read"], 1, "blind", False)
-                )
-        who = (rev or {}).get("decided_by")
-        if not isinstance(who, str):  # approved directly: both blind reviewers agreed
-            who = "physalign:blind-agreement"
-        label_rows.append(_label(key, ground_field, who, role, 2, "review", True))
-        if read_t:
-            label_rows.append(_label(key, read_field, who, read_t, 2, "review", True))
+        label_rows += _label_rows(key, rev, read_field, ground_field, read_t, role, unverified)
     if project is not None:
-        from truthline.errors import FieldValueError
-
-        for r in label_rows:
-            try:
-                project.field_types[r["field"]].normalize(r["value"])
-            except FieldValueError as exc:
-                raise TruthlineError(
-                    f"{release / 'private' / 'targets.jsonl'}: item {r['item']}: field "
-                    f"{r['field']}: {exc.message} (project {project.name!r}); nothing was written"
-                ) from None
-    # the exported probes' views only: a withheld probe's view never becomes an item
-    views = out / "views"
-    if views.is_dir():
-        shutil.rmtree(views)
-    views.mkdir(parents=True)
-    for r in meta_rows:
-        shutil.copyfile(release / "public" / f"{r['key']}.png", out / f"{r['key']}.png")
+        _check_labels(project, release, label_rows)
+    _write_views(release, out, meta_rows, diagrams)
     _write_csv(out / "metadata.csv", meta_rows)
     _write_csv(out / "labels.csv", label_rows)
     return {
@@ -176,10 +135,118 @@ def write_import_tables(
         "label_rows": len(label_rows),
         "withheld": withheld,
         "pending": pending,
+        "held_corrections": len(held),
+        "held_probe_ids": sorted(held),
+        "risk_isolated": len(isolated),
+        "isolated_probe_ids": sorted(isolated),
         "verified": not unverified,
         "media_root": str(out),
-        "media": str(views),
+        "media": str(out / "views"),
     }
+
+
+def _meta_row(
+    priv: dict[str, Any],
+    pub: dict[str, Any],
+    rules: dict[str, Any],
+    membership: dict[str, Any],
+    key: str,
+    truth: dict[str, Any],
+) -> dict[str, Any]:
+    """One probe's metadata row: its public inputs, eligibility, design columns and the
+    SIMULATED answerers' known truth (``truth``: read and ground field -> target)."""
+    anchor = pub["evidence"][0]
+    cands = {c["alias"]: _geometry(c) for c in pub["candidates"]}  # display order
+    el = priv["eligibility"]
+    return {
+        "key": key,
+        "probe_type": priv["probe_type"],
+        "domain": priv.get("domain") or "",
+        "problem": opaque("grp-", rules["release_seed"], priv["parent_id"]),
+        "split": membership[priv["parent_id"]]["split"],
+        "problem_text": pub["problem"]["text"],
+        "question": pub["question"],
+        "anchor": json.dumps({k: v for k, v in anchor.items() if k != "image_id"}),
+        "candidates": json.dumps(cands),
+        "K": priv["baseline"]["K"],
+        "in_L": int(el["L"]),
+        "in_P": int(el["P"]),
+        "in_H": int(el["H"]),
+        "in_H_hard": int(el["H_hard"]),
+        "nearest_alias": priv["baseline"].get("nearest_alias") or "",
+        "sim_truth": json.dumps(
+            {**truth, "_probe": {"nearest": priv["baseline"].get("nearest_alias")}}
+        ),
+    }
+
+
+def _label_rows(
+    key: str,
+    rev: dict[str, Any] | None,
+    read_field: str,
+    ground_field: str,
+    read_t: str | None,
+    role: str,
+    unverified: bool,
+) -> list[dict[str, Any]]:
+    """A probe's labels: the generator's (unverified) or each blind answer as a tier-1
+    label and the decision as the expert value."""
+    if unverified:
+        gen = "generator@physalign.local"
+        rows = [_label(key, ground_field, gen, role, 2, "review", True)]
+        if read_t:
+            rows.append(_label(key, read_field, gen, read_t, 2, "review", True))
+        return rows
+    rows = []
+    for b in (rev or {}).get("blind", []):
+        ans = b.get("answer") or {}
+        if ans.get("role"):
+            rows.append(_label(key, ground_field, b["reviewer"], ans["role"], 1, "blind", False))
+        if read_t and ans.get("read"):
+            rows.append(_label(key, read_field, b["reviewer"], ans["read"], 1, "blind", False))
+    decided = (rev or {}).get("decided_by")
+    # approved directly (no decider named): both blind reviewers agreed
+    by = decided if isinstance(decided, str) else "physalign:blind-agreement"
+    rows.append(_label(key, ground_field, by, role, 2, "review", True))
+    if read_t:
+        rows.append(_label(key, read_field, by, read_t, 2, "review", True))
+    return rows
+
+
+def _check_labels(project: Any, release: Path, label_rows: list[dict[str, Any]]) -> None:
+    """Every label value against its field type, before anything is written."""
+    from truthline.errors import FieldValueError
+
+    for r in label_rows:
+        try:
+            project.field_types[r["field"]].normalize(r["value"])
+        except FieldValueError as exc:
+            raise TruthlineError(
+                f"{release / 'private' / 'targets.jsonl'}: item {r['item']}: field "
+                f"{r['field']}: {exc.message} (project {project.name!r}); nothing was written"
+            ) from None
+
+
+def _write_views(
+    release: Path, out: Path, meta_rows: list[dict[str, Any]], diagrams: dict[str, Path]
+) -> None:
+    """The exported probes' images only (a withheld probe's view never becomes an item), in
+    the order they are sent: the full diagram, then the localized view."""
+    views = out / "views"
+    if views.is_dir():
+        shutil.rmtree(views)
+    views.mkdir(parents=True)
+    for r in meta_rows:
+        folder = out / r["key"]
+        folder.mkdir(parents=True)
+        shutil.copyfile(diagrams[r["key"]], folder / "1-diagram.png")
+        shutil.copyfile(release / "public" / f"{r['key']}.png", folder / "2-view.png")
+
+
+def reverified(row: dict[str, Any]) -> bool:
+    """A corrected target enters the release only after a fresh blind verification of the
+    corrected value approved it (``row["reverify"]["status"] == "approved"``)."""
+    return (row.get("reverify") or {}).get("status") == "approved"
 
 
 def _label(item: str, fld: str, who: str, value: str, tier: int, arm: str, expert: bool) -> dict:

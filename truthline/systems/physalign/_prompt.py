@@ -32,11 +32,27 @@ def candidate_lines(public: dict[str, Any], order: list[int] | None = None) -> l
     return out
 
 
+def image_lines(public: dict[str, Any]) -> list[str]:
+    """The images in the order they are sent (seeds/002 App. C.2): the original diagram(s),
+    then the localized view(s) with the anchor and the candidates' locator views drawn."""
+    paths = [f"{im['path']} (original diagram)" for im in public["problem"].get("images", [])]
+    paths += [
+        f"{v['path']} (localized view: anchor and candidate views drawn)"
+        for v in public.get("localized_views", [])
+    ]
+    return [f"  image {i}: {p}" for i, p in enumerate(paths, 1)]
+
+
 def render_prompt(public: dict[str, Any], condition: str = "base") -> str:
-    """The probe's prompt text under ``condition`` (``base`` or ``plus_gt``)."""
+    """The probe's prompt text under ``condition`` (``base`` or ``plus_gt``): the user part
+    of the request; the shared system instruction is the benchmark template's."""
     lines = [f"Problem: {public['problem']['text']}"]
     if public["problem"].get("question"):
         lines.append(f"Original question: {public['problem']['question']}")
+    images = image_lines(public)
+    if images:
+        lines.append("Images:")
+        lines += images
     lines.append("Evidence anchor " + anchor_text(public))
     lines.append("Candidates:")
     lines += [f"  {c}" for c in candidate_lines(public)]
@@ -46,6 +62,8 @@ def render_prompt(public: dict[str, Any], condition: str = "base") -> str:
             raise ValueError(f"probe {public['probe_id']} has no +GT input")
         lines.append("Given as truth (local reading):")
         lines += [f"  {r['anchor_id']}: {r['text']}" for r in given["local_reading"]]
+    else:  # Base: the local-reading field is None (App. C.2 panel b)
+        lines.append("Local reading: None")
     lines.append(public["question"])
     lines.append("Answer with exactly one JSON object with these keys:")
     lines += [f'  "{k}": {v}' for k, v in public["output_schema"].items()]

@@ -6,8 +6,13 @@ reading decision; P_m = T03-image items with both a Base and a +GT record of the
 H = items where the frozen nearest-region rule is applicable; H_hard = those it gets wrong
 (from public geometry and gold only, never from a model). Every number is a balanced
 aggregate (§7.2: parents within type, types equally) on the observed support, with a
-parent-cluster bootstrap CI (§8); paired quantities share one draw. Infra-missing answers
-are not in the decisions, so they leave the support and show as coverage N/n.
+parent-cluster bootstrap CI (§8); paired quantities share one draw. Under 20 parents an
+interval is the delete-one-parent jackknife-t, never narrower than the percentile one
+(METRICS.md §2), and a share or difference over a few events is never zero width.
+Infra-missing answers are not in the decisions, so they leave the support and show as
+coverage N/n. A rule baseline is scored on its own support (H for the frozen rule), with
+the coverage beside. H_hard and the net on P_m are this report's hard subset and net
+change: the decision-count ``hard_subset`` / ``paired_conditions`` sections give way.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from truthline.benchmark import _metrics as M
+from truthline.benchmark._baselines import load_project_rules, rule_applies
 from truthline.benchmark._registry import RunScored, metric
 from truthline.models._prompt import typed_meta
 from truthline.stats import fmt_ci
@@ -28,6 +34,10 @@ if TYPE_CHECKING:
     from truthline.report import Section
 
 T03_IMAGE = "T03-image"
+SUPERSEDES = ("hard_subset", "paired_conditions")
+"""Generic metrics across models whose report sections this one replaces: their hard
+subset (rule-wrong *decisions*) and net change (over decisions) are other definitions of
+H_hard and of the Base -> +GT net; one report shows the paper's."""
 
 
 def _type_col(v: RunScored) -> str | None:
@@ -63,10 +73,83 @@ def _items(v: RunScored, label: str) -> pd.DataFrame:
     return rows
 
 
+DIFF = (-1.0, 1.0)
+SHARE = (0.0, 1.0)
+BOUNDS = {
+    "C+G-": SHARE,
+    "P(G|C)": SHARE,
+    "err(G|C)": SHARE,
+    "net": DIFF,
+    "repair_rate": SHARE,
+    "harm_rate": SHARE,
+    "model-nearest": DIFF,
+    "model-random": DIFF,
+    "delta": DIFF,
+    "a-b": DIFF,
+}
+"""Where each derived quantity lives (a thin-design jackknife-t interval is clipped to it)."""
+SHARES = {
+    "P(G|C)": ("JAcc", "CAcc"),
+    "err(G|C)": ("C+G-", "CAcc"),
+    "repair_rate": ("repair", "base_wrong"),
+    "harm_rate": ("harm", "base"),
+}
+"""Derived count shares (numerator, denominator columns): never a zero-width interval on
+one or two events (the Wilson floor of ``support_ci``)."""
+DIFFERENCES = {
+    "net": ("gt", "base"),
+    "model-nearest": ("model", "nearest"),
+    "model-random": ("model", "random"),
+    "delta": ("control", "reference"),
+    "a-b": ("a", "b"),
+}
+"""Derived paired differences (a, b): on fewer than 3 discordant probes (none: an exact
+0 [0, 0] otherwise) at least the Wilson bounds of the discordant shares."""
+
+
 def _ci(v: RunScored, rows: pd.DataFrame, cols: dict[str, Any], derive: Any = None) -> Any:
+    """Balanced aggregates with parent-cluster CIs; under 20 parents the jackknife-t
+    fallback of ``support_ci`` (METRICS.md §2), shares with a Wilson floor."""
     s = M.Support.of(rows["parent"].tolist(), rows["type"].tolist())
     rs = M.Resampling(v.rs.resamples, v.rs.seed, v.rs.level)
-    return M.support_ci(s, cols, derive, rs=rs)
+    shares = {k: c for k, c in SHARES.items() if c[0] in cols and c[1] in cols}
+    diffs = {k: c for k, c in DIFFERENCES.items() if c[0] in cols and c[1] in cols}
+    return M.support_ci(s, cols, derive, rs=rs, bounds=BOUNDS, shares=shares, differences=diffs)
+
+
+def _rule_name(v: RunScored, lab: str) -> str | None:
+    """The rule an entry runs (``rule:nearest-region``), None for a model."""
+    if v.kinds.get(lab) != "rule" and not lab.startswith("rule:"):
+        return None
+    return str(v.keys.get(lab, (lab, "", "", ""))[0]).split("|", 1)[0]
+
+
+def _rule_support(v: RunScored, lab: str, rows: pd.DataFrame) -> pd.Series | None:
+    """Which of a rule entry's probes the rule applies to (PHYSALIGN.md §9: a rule is
+    compared on its own support): H for the frozen nearest-region rule (the project's
+    ``hard_rule``), else the rule's declared ``applies``; None for a model or a rule that
+    applies everywhere."""
+    name = _rule_name(v, lab)
+    if name is None or not len(rows):
+        return None
+    if name == (v.settings.hard_rule or ""):
+        return _geometry(rows)["H"].astype(bool)
+    load_project_rules(v.project)
+    applies = rule_applies(name)
+    if applies is None:
+        return None
+    return pd.Series([bool(applies(m)) for m in rows["meta"]], index=rows.index, dtype=bool)
+
+
+def _on_support(v: RunScored, lab: str) -> tuple[pd.DataFrame, dict[str, Any] | None]:
+    """An entry's item rows, restricted to the rule's support for a rule (with the
+    support's size beside: ``{"N": in support, "of": rows, "rule": name}``)."""
+    rows = _items(v, lab)
+    sup = _rule_support(v, lab, rows)
+    if sup is None:
+        return rows, None
+    info = {"N": int(sup.sum()), "of": len(rows), "rule": _rule_name(v, lab)}
+    return rows[sup].reset_index(drop=True), info
 
 
 def _entries(v: RunScored) -> dict[tuple[str, str], dict[tuple[str, str], str]]:
@@ -133,12 +216,16 @@ def _four(v: RunScored, rows: pd.DataFrame) -> dict[str, Any]:
     out = _ci(
         v,
         rows,
-        {"CAcc": C, "GAcc_L": G, "JAcc": C * G, "C-G+": (1 - C) * G, "C-G-": (1 - C) * (1 - G)},
-        lambda a: {
-            "C+G-": a["CAcc"] - a["JAcc"],
-            "P(G|C)": a["JAcc"] / a["CAcc"],
-            "err(G|C)": (a["CAcc"] - a["JAcc"]) / a["CAcc"],
+        {
+            "CAcc": C,
+            "GAcc_L": G,
+            "JAcc": C * G,
+            # = CAcc - JAcc (the aggregate is linear); a column, so its share has a floor
+            "C+G-": C * (1 - G),
+            "C-G+": (1 - C) * G,
+            "C-G-": (1 - C) * (1 - G),
         },
+        lambda a: {"P(G|C)": a["JAcc"] / a["CAcc"], "err(G|C)": a["C+G-"] / a["CAcc"]},
     )
     out["n"] = len(rows)
     return out
@@ -167,17 +254,20 @@ def _model(v: RunScored, conds: dict[tuple[str, str], str], n: int) -> dict[str,
     ref = conds.get(("base", ""))
     if ref is None:
         return {"note": "no Base entry"}
-    base = _items(v, ref)
+    full = _items(v, ref)
+    base, support = _on_support(v, ref)
     out["G"] = {
-        "coverage": _coverage(base, n),
+        "coverage": _coverage(full, n),
         **(_ci(v, base, {"GAcc": base["G"].to_numpy()}) if len(base) else {}),
     }
+    if support is not None:
+        out["G"]["support"] = support
     L = _L(base)
     out["L"] = _four(v, L)
     # P_m: T03-image probes with both records (paired Base/+GT), §10
     gt = conds.get(("gt", ""))
     if gt is not None:
-        g = _items(v, gt)[["item_id", "G"]].rename(columns={"G": "Gg"})
+        g = _on_support(v, gt)[0][["item_id", "G"]].rename(columns={"G": "Gg"})
         img = base["type"].isin([T03_IMAGE, ""])
         P = base[img & _in(base, "in_P", img)].merge(g, on="item_id")
         if len(P):
@@ -239,7 +329,7 @@ def _model(v: RunScored, conds: dict[tuple[str, str], str], n: int) -> dict[str,
     for (cond, control), lab in conds.items():
         if cond != "base" or not control:
             continue
-        c = _items(v, lab)[["item_id", "G"]].rename(columns={"G": "Gc"})
+        c = _on_support(v, lab)[0][["item_id", "G"]].rename(columns={"G": "Gc"})
         S = base.merge(c, on="item_id")
         if not len(S):
             continue
@@ -273,8 +363,8 @@ def _pairs(v: RunScored) -> list[dict[str, Any]]:
     out = []
     for i, a in enumerate(labels):
         for b in labels[i + 1 :]:
-            ra = _items(v, base[a])
-            rb = _items(v, base[b])[["item_id", "G"]].rename(columns={"G": "Gb"})
+            ra = _on_support(v, base[a])[0]
+            rb = _on_support(v, base[b])[0][["item_id", "G"]].rename(columns={"G": "Gb"})
             S = ra.merge(rb, on="item_id")
             if not len(S):
                 continue
@@ -307,6 +397,9 @@ def _probe_protocol(v: RunScored) -> dict[str, Any]:
         "value": None,
         "models": models,
         "pairs": _pairs(v),
+        # the paper's hard subset (balanced H_hard) and net change (on P_m) are this
+        # metric's: the decision-count sections of the generic metrics are not shown beside
+        "supersedes": list(SUPERSEDES),
         "manifest": {
             "nearest_rule": NEAREST_RULE,
             "aggregation": "balanced: parents equal within a probe type, probe types equal",
@@ -321,6 +414,14 @@ def _pct(ci: dict[str, Any] | None) -> str:
     return fmt_ci(ci)
 
 
+def _support(sup: dict[str, Any] | None) -> str:
+    """Where an entry is scored: every probe, or a rule's support with its coverage."""
+    if not sup:
+        return "all probes"
+    share = f" ({100 * sup['N'] / sup['of']:.0f}%)" if sup["of"] else ""
+    return f"rule's support {sup['N']}/{sup['of']}{share}"
+
+
 def _cov(c: dict[str, Any]) -> str:
     return (
         f"{c['N']}/{c['n']} ({c['scored']} scored, {c['model_failure']} failed, "
@@ -332,8 +433,6 @@ def protocol_sections(r: dict[str, Any], rid: str) -> list[Section]:
     """Report sections of ``probe_protocol`` (the PHYSALIGN.md §13 checklist): G and L,
     Base -> +GT on P_m, rules on H and H_hard, input controls, model pairs; every row with
     its n."""
-    from truthline.report import Section
-
     models: dict[str, dict[str, Any]] = r["models"]
     man = r.get("manifest") or {}
     boot = man.get("bootstrap") or {}
@@ -343,17 +442,32 @@ def protocol_sections(r: dict[str, Any], rid: str) -> list[Section]:
         f"B = {boot.get('resamples')}, seed {boot.get('seed')}; nearest rule "
         f"{man.get('nearest_rule')}."
     )
-    out = []
+    return [
+        *_g_sections(models, rid, how),
+        *_pm_sections(models, rid),
+        *_h_sections(models, rid),
+        *_control_sections(models, rid),
+        *_pair_sections(r, rid),
+    ]
+
+
+def _g_sections(models: dict[str, dict[str, Any]], rid: str, how: str) -> list[Section]:
+    """G and L per model (rules on their support)."""
+    from truthline.report import Section
+
+    out: list[Section] = []
     rows: list[dict[str, Any]] = []
     n: list[int | str | None] = []
     for m, v in models.items():
         if "G" not in v:  # no Base entry (e.g. a +GT-only run of this model)
             continue
         g, L = v["G"], v.get("L") or {}
+        sup = g.get("support")
         rows.append(
             {
                 "model": m,
                 "coverage N/n": _cov(g["coverage"]) if "coverage" in g else "—",
+                "scored on": _support(sup),
                 "GAcc": _pct(g.get("GAcc")),
                 "CAcc (L)": _pct(L.get("CAcc")),
                 "JAcc (L)": _pct(L.get("JAcc")),
@@ -362,18 +476,30 @@ def protocol_sections(r: dict[str, Any], rid: str) -> list[Section]:
                 "err(G|C)": _pct(L.get("err(G|C)")),
             }
         )
-        n.append(f"G {g.get('coverage', {}).get('N', 0)} / L {L.get('n', 0)}")
+        n_g = sup["N"] if sup else g.get("coverage", {}).get("N", 0)
+        n.append(f"G {n_g} / L {L.get('n', 0)}")
     out.append(
         Section.of(
             f"Probe protocol: grounding and reading ({rid})",
             "G: every grounding probe; L: T03-image probes with a verified reading. "
+            "A rule baseline is scored on the probes it applies to (its support, with its "
+            "coverage beside), never 0 on those it cannot answer. "
             "C+G- = CAcc - JAcc; P(G|C) = JAcc / CAcc (ratios of aggregates). " + how,
             rows,
             n=n,
             n_column="n probes",
         )
     )
-    rows, n = [], []
+    return out
+
+
+def _pm_sections(models: dict[str, dict[str, Any]], rid: str) -> list[Section]:
+    """Base -> +GT on P_m: net, transitions, rates."""
+    from truthline.report import Section
+
+    out: list[Section] = []
+    rows: list[dict[str, Any]] = []
+    n: list[int | str | None] = []
     for m, v in models.items():
         p = v.get("P_m")
         if not p or not p.get("N"):
@@ -399,14 +525,25 @@ def protocol_sections(r: dict[str, Any], rid: str) -> list[Section]:
             Section.of(
                 f"Probe protocol: Base -> +GT on P_m ({rid})",
                 "T03-image probes with both records; the +GT input is the verified reading "
-                "of the probe's own anchor, given only where admissible. Paired estimates "
-                "are conditional on the observed P_m: Base on P_m can differ from Base on L.",
+                "of the probe's own anchor, given only where admissible. net = +GT - Base "
+                "(= repairs - harms, balanced; the net change of this report). Paired "
+                "estimates are conditional on the observed P_m: Base on P_m can differ from "
+                "Base on L.",
                 rows,
                 n=n,
                 n_column="N paired",
             )
         )
-    rows, n = [], []
+    return out
+
+
+def _h_sections(models: dict[str, dict[str, Any]], rid: str) -> list[Section]:
+    """Rules and the model on H and H_hard (the report's hard subset)."""
+    from truthline.report import Section
+
+    out: list[Section] = []
+    rows: list[dict[str, Any]] = []
+    n: list[int | str | None] = []
     for m, v in models.items():
         H, hard, hl = v.get("H") or {}, v.get("H_hard") or {}, v.get("H_hard_L") or {}
         if "model" not in H:
@@ -432,14 +569,24 @@ def protocol_sections(r: dict[str, Any], rid: str) -> list[Section]:
             Section.of(
                 f"Probe protocol: rule baselines on the same support ({rid})",
                 "H: probes where the frozen nearest-region rule applies; H_hard: those it "
-                "gets wrong. Model and baselines share one support and one weighting; "
-                "differences use one parent draw for both terms.",
+                "gets wrong, fixed from public geometry and gold before any model runs (the "
+                "hard subset of this report). Model and baselines share one support and one "
+                "weighting; differences use one parent draw for both terms.",
                 rows,
                 n=n,
                 n_column="n probes",
             )
         )
-    rows, n = [], []
+    return out
+
+
+def _control_sections(models: dict[str, dict[str, Any]], rid: str) -> list[Section]:
+    """Input controls on the probes with both records."""
+    from truthline.report import Section
+
+    out: list[Section] = []
+    rows: list[dict[str, Any]] = []
+    n: list[int | str | None] = []
     for m, v in models.items():
         for ctl, c in (v.get("controls") or {}).items():
             k = c["counts"]
@@ -465,6 +612,14 @@ def protocol_sections(r: dict[str, Any], rid: str) -> list[Section]:
                 n=n,
             )
         )
+    return out
+
+
+def _pair_sections(r: dict[str, Any], rid: str) -> list[Section]:
+    """Model A - model B on the probes both answered (a rule: on its support)."""
+    from truthline.report import Section
+
+    out: list[Section] = []
     pairs = r.get("pairs") or []
     if pairs:
         out.append(

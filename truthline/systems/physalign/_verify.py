@@ -9,8 +9,9 @@
 3. The adjudication project (``adjudicate.xml``) is created only after both blind answers
    were pulled (their ``created_at`` is on record first). The third reviewer sees both
    answers, the private target and the source observation and decides: approve, correct the
-   target (the corrected target is regenerated from the alias map and is final), correct
-   the probe, or withhold. A probe correction withholds the probe and flags its siblings
+   target (regenerated from the alias map; it enters the release only after a fresh blind
+   re-verification of the corrected value, see ``_reverify``), correct the probe, or
+   withhold. A probe correction withholds the probe and flags its siblings
    (same parent) for review.
 4. ``private/review.jsonl`` keeps the blind answers with their timestamps, the adjudication
    and the final decision with who decided and when.
@@ -385,6 +386,19 @@ def pull_verify(store: Store, client: LSClient, release: Path) -> dict[str, Any]
             anns = [a for a in _by_submission(got.of(pid)) if a.annotator == who]
             if anns:
                 blind[pid].append(_blind_answer(anns[0]))  # the first submission is the blind one
+    rows = decide_rows(release, public, private, blind)
+    _write_review(release, rows)
+    return _counts(rows) | changes
+
+
+def decide_rows(
+    release: Path,
+    public: list[dict[str, Any]],
+    private: dict[str, dict[str, Any]],
+    blind: dict[str, list[dict[str, Any]]],
+) -> list[dict[str, Any]]:
+    """Review rows from the blind answers of every probe (from Label Studio or a file),
+    keeping adjudications (and re-verifications of corrected targets) already made."""
     old = _read_review(release)
     rows = []
     for pub in public:
@@ -412,11 +426,12 @@ def pull_verify(store: Store, client: LSClient, release: Path) -> dict[str, Any]
             }
         elif prev.get("adjudication"):  # an adjudication already decided this probe
             row |= {
-                k: prev[k] for k in ("decision", "decided_by", "decided_at", "final") if k in prev
+                k: prev[k]
+                for k in ("decision", "decided_by", "decided_at", "final", "reverify")
+                if k in prev
             }
         rows.append(row)
-    _write_review(release, rows)
-    return _counts(rows) | changes
+    return rows
 
 
 def _now() -> str:
@@ -571,50 +586,15 @@ def pull_adjudicate(store: Store, client: LSClient, release: Path) -> dict[str, 
         if anns and pid in review:
             latest[pid] = anns[-1]
     for pid, ann in sorted(latest.items(), key=lambda kv: int(kv[1].ls_task_id or 0)):
-        tid = ann.ls_task_id
-        got = ann.values
-        outcome = got.get("decision")
-        if outcome not in OUTCOMES:
-            raise TruthlineError(
-                f"Label Studio task {tid} (probe {pid}): field decision is {outcome!r}; the "
-                f"adjudicator must choose one of {', '.join(OUTCOMES)}"
-            )
-        priv = private[pid]
-        role, read, _ = _target(priv)
-        who = ann.annotator
-        adj = {
-            "adjudicator": who,
-            "outcome": outcome,
-            "corrected_role": got.get("corrected_role"),
-            "corrected_read": got.get("corrected_read"),
-            "rationale": got.get("rationale"),
-            "submitted_at": got.get("submitted_at"),
-            "ls_annotation_id": ann.ls_annotation_id,
-        }
-        row = review[pid]
-        row["adjudication"] = adj
-        row["decision"] = OUTCOMES[outcome]
-        row["decided_by"] = who
-        row["decided_at"] = adj["submitted_at"]
-        if outcome == "approve_target":
-            row["final"] = {"role": role, "read": read}
-        elif outcome == "correct_target_regenerate":
-            new_role = got.get("corrected_role") or role
-            if new_role not in priv["alias_map"]:
-                raise TruthlineError(
-                    f"Label Studio task {tid} (probe {pid}): field corrected_role {new_role!r} is "
-                    f"not one of the probe's aliases ({', '.join(priv['alias_map'])})"
-                )
-            new_read = got.get("corrected_read") if read is not None else None
-            row["final"] = {
-                "role": new_role,
-                "read": new_read or read,
-                "entity_id": priv["alias_map"][new_role],
-            }
-        else:
-            row.pop("final", None)
-            if outcome == "correct_probe_regenerate":
-                siblings[priv["parent_id"]] = [pid]
+        if apply_adjudication(
+            review[pid],
+            private[pid],
+            ann.values,
+            ann.annotator,
+            where=f"Label Studio task {ann.ls_task_id} (probe {pid})",
+            ls_annotation_id=ann.ls_annotation_id,
+        ):
+            siblings[private[pid]["parent_id"]] = [pid]
     # a probe-level (shared-source) correction puts the parent's other probes up for review
     for r in review.values():
         parent = private[r["probe_id"]]["parent_id"]
@@ -623,6 +603,61 @@ def pull_adjudicate(store: Store, client: LSClient, release: Path) -> dict[str, 
     rows = [review[k] for k in sorted(review)]
     _write_review(release, rows)
     return _counts(rows) | got_all.changes()
+
+
+def apply_adjudication(
+    row: dict[str, Any],
+    priv: dict[str, Any],
+    got: dict[str, Any],
+    who: str,
+    *,
+    where: str,
+    ls_annotation_id: Any = None,
+) -> bool:
+    """Record one adjudication on its review row; True for a probe-level correction (its
+    siblings go up for review). A corrected target that changes drops an earlier blind
+    re-verification: the new value must be re-verified blind before it is released."""
+    outcome = got.get("decision")
+    if outcome not in OUTCOMES:
+        raise TruthlineError(
+            f"{where}: field decision is {outcome!r}; the adjudicator must choose one of "
+            f"{', '.join(OUTCOMES)}"
+        )
+    role, read, _ = _target(priv)
+    adj = {
+        "adjudicator": who,
+        "outcome": outcome,
+        "corrected_role": got.get("corrected_role"),
+        "corrected_read": got.get("corrected_read"),
+        "rationale": got.get("rationale"),
+        "submitted_at": got.get("submitted_at"),
+        "ls_annotation_id": ls_annotation_id,
+    }
+    before = row.get("final")
+    row["adjudication"] = adj
+    row["decision"] = OUTCOMES[outcome]
+    row["decided_by"] = who
+    row["decided_at"] = adj["submitted_at"]
+    if outcome == "approve_target":
+        row["final"] = {"role": role, "read": read}
+    elif outcome == "correct_target_regenerate":
+        new_role = got.get("corrected_role") or role
+        if new_role not in priv["alias_map"]:
+            raise TruthlineError(
+                f"{where}: field corrected_role {new_role!r} is not one of the probe's aliases "
+                f"({', '.join(priv['alias_map'])})"
+            )
+        new_read = got.get("corrected_read") if read is not None else None
+        row["final"] = {
+            "role": new_role,
+            "read": new_read or read,
+            "entity_id": priv["alias_map"][new_role],
+        }
+    else:
+        row.pop("final", None)
+    if row.get("final") != before or outcome != "correct_target_regenerate":
+        row.pop("reverify", None)
+    return outcome == "correct_probe_regenerate"
 
 
 # -- SIMULATED reviewers --------------------------------------------------------------------
@@ -783,6 +818,10 @@ def status(release: Path) -> dict[str, Any]:
                     r["decided_by"] if isinstance(r["decided_by"], str) else "both blind reviewers"
                 )
                 out["decided_by"][who] = out["decided_by"].get(who, 0) + 1
+        from truthline.systems.physalign._screening import STATES, screen
+
+        sc = screen(release)
+        out["screening"] = {k: len(sc.of(k)) for k in STATES}
     else:
         out["verification"] = "not pulled"
     return out
