@@ -8,7 +8,15 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from truthline._cli_common import JsonOpt, ProjectOpt, console, emit, err_console, ws_project
+from truthline._cli_common import (
+    JsonOpt,
+    ProjectOpt,
+    console,
+    emit,
+    err_console,
+    whole_names,
+    ws_project,
+)
 
 app = typer.Typer(
     help="Pre-annotate items with a VLM or detector; mine videos into clips and frames.",
@@ -159,7 +167,7 @@ def status_cmd(ctx: typer.Context, project: ProjectOpt = None, as_json: JsonOpt 
                 ", ".join(f"{v} {n}" for v, n in m.get("versions", {}).items()),
                 f"{m['cost_usd']:.4f}",
             )
-        console.print(table)
+        console.print(whole_names(table))
         for alias, m in data["models"].items():
             for reason, n in sorted(m["by_reason"].items()):
                 console.print(f"  {alias} {reason}: {n}")
