@@ -103,6 +103,7 @@ class Demo:
         self.quiet = quiet
         self.result = DemoResult(ws.root)
         self.project: Project
+        self._metas: dict[int, dict[str, Any]] = {}
         self._n = 0
 
     # -- helpers ------------------------------------------------------------------------
@@ -242,7 +243,9 @@ class Demo:
         store, client = self.ws.store, self.target.client
         pull(store, self.project, client, progress=False)  # resume: what is already there
         done = self._done()
-        truth = {i["id"]: i["sim_truth"] for i in store.items(self.project.name) if i["sim_truth"]}
+        items = [i for i in store.items(self.project.name) if i["sim_truth"]]
+        truth = {i["id"]: i["sim_truth"] for i in items}
+        self._metas = {i["id"]: i["meta"] for i in items}  # person boxes the annotators draw
         preds = self._shown()
         tasks = self._tasks()
         clients = {
@@ -378,6 +381,12 @@ class Demo:
         dec = decide_annotation(
             ann.behaviour, self.project, truth[item], shown, rng, difficulty=DIFFICULTY
         )
+        # a SIMULATED annotator draws each worker's box where the person is (the detector's
+        # box, matched as push matches it): review tabs then show real boxes, no squares,
+        # and an anchored annotator who keeps a placed box keeps exactly what was shown
+        from truthline.annotate import place_entities
+
+        values, _ = place_entities(self.project, dec.values, self._metas.get(item))
         parent = None
         if shown is not None:
             t = self.target.client.get(f"/api/tasks/{task['task']}")
@@ -387,7 +396,7 @@ class Demo:
             clients[ann.email],
             self.project,
             task["task"],
-            dec.values,
+            values,
             dec.lead_time,
             parent,
             shown=shown,
