@@ -67,7 +67,6 @@ from truthline.annotate._push import (
     risk_score,
     unit_tasks,
 )
-from truthline.annotate._regions import BoxMatch, place_entities, with_placed_boxes
 from truthline.annotate._server import Credentials, LocalServer
 from truthline.annotate._users import USERS_FILE, add_users, submit_annotation, user_client
 
@@ -76,7 +75,6 @@ __all__ = [
     "KINDS",
     "PREFILL_LABEL",
     "USERS_FILE",
-    "BoxMatch",
     "Converted",
     "Credentials",
     "FieldSchemaKind",
@@ -109,7 +107,6 @@ __all__ = [
     "ls_control",
     "ls_project_row",
     "ls_project_rows",
-    "place_entities",
     "project_kind",
     "pull",
     "pull_units",
@@ -127,5 +124,4 @@ __all__ = [
     "unit_tasks",
     "user_client",
     "values_to_results",
-    "with_placed_boxes",
 ]

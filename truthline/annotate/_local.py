@@ -99,10 +99,8 @@ def serve(
     media_port: int = 8090,
     media_root: Path | None = None,
     progress: bool = True,
-    extra_origins: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """Start (or reuse) the workspace's Label Studio and media server; ``extra_origins``
-    (the blind instance's URL) may load media too."""
+    """Start (or reuse) the workspace's Label Studio and media server."""
     if media_port == port:
         raise TruthlineError(
             f"--media-port {media_port} is Label Studio's --port too; give them different ports"
@@ -133,7 +131,7 @@ def serve(
     state = read_state(ws)
     mpid = int(state.get("media_pid") or 0)
     media_running = bool(mpid) and _pid_alive(mpid)
-    origins = [url, *extra_origins]
+    origins = [url]
     if media_running and (
         state.get("media_root") != str(root)
         or state.get("media_port") != media_port

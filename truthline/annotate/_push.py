@@ -5,9 +5,7 @@ cohort of annotators, where assignment matters) gets its own project with the sa
 config. Predictions go ONLY into anchored projects (inline with the tasks, 500 per request,
 ``model_version`` the neutral ``PREFILL_LABEL``: annotators never see the model's name, the
 store keeps it per task and exposure); the blind project never holds one. Review projects show each tier-1
-annotation of an item as a prediction (one per annotator, under a pseudonym such as
-"annotator A": ``_pseudonyms``) for a tier-2 expert. Gold-standard items (known answers,
-``_gold_standard``) are mixed into blind and anchored queues at ``[audit] gold_standard_rate``.
+annotation of an item as a prediction (one per annotator) for a tier-2 expert.
 
 Idempotent: a task carries our ``item_id`` in its data; before importing, the project's tasks
 are listed from the server, so a push interrupted after the server stored a batch (but
@@ -36,12 +34,9 @@ from sqlalchemy import select
 
 from truthline.annotate._assign import assign_arms
 from truthline.annotate._client import LabelStudioError, LSClient
-from truthline.annotate._gold_standard import known_answers, mix_in
 from truthline.annotate._instructions import PREFILL_LABEL, instructions
 from truthline.annotate._kinds import FIELD_SCHEMA, FieldUnit, ProjectKind, Scope, get_kind
 from truthline.annotate._media import item_prefix, media_rel, media_url
-from truthline.annotate._pseudonyms import pseudonyms
-from truthline.annotate._regions import place_entities, shown_entry
 from truthline.errors import TruthlineError
 from truthline.project import item_layer
 from truthline.store import Store, json_hash, now, tables
@@ -297,19 +292,10 @@ def push(
     seed = project.audit.seed if seed is None else seed
     if arm == "review":
         review_preds = _tier1_values(store, project)
-        # the adjudicator sees "annotator A", not an email (the mapping stays in the store)
-        names = pseudonyms(store, project.name, {w for v in review_preds.values() for w, _ in v})
-        review_preds = {
-            i: sorted(((names[w], v) for w, v in anns), key=lambda x: x[0])
-            for i, anns in review_preds.items()
-        }
         chosen = sorted(review_preds)
     else:
         arms = assign_arms(store, project, split=split, seed=seed)
         chosen = sorted(i for i, a in arms.items() if a == arm and i in items)
-        if project.audit.gold_standard_rate > 0:  # known answers mixed in, unmarked
-            gold = set(known_answers(store, project.name)) & set(items)
-            chosen = mix_in(chosen, gold, project.audit.gold_standard_rate, seed)
     if arm == "anchored":
         model_version, preds = _predictions(store, project.name, model_version)
     ls_pid, title = ensure_ls_project(client, store, project, arm, cohort=cohort, overlap=overlap)
@@ -415,9 +401,6 @@ class _PushJob:
     rep: PushReport
     weights: dict[int, float] = field(default_factory=dict)
     kind: ProjectKind = field(default_factory=lambda: get_kind(FIELD_SCHEMA))
-    placed: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
-    """Anchored: item -> what its task shows besides the prediction (where each entity's
-    region came from, ``_regions``), recorded with the task and its exposures."""
 
     def recover(self) -> dict[int, int]:
         """What the server already holds (item -> task id); records tasks of a batch the
@@ -455,11 +438,7 @@ class _PushJob:
             shown: list[tuple[str, dict]] = []
             prediction = None
             if self.arm == "anchored":
-                # boxless entities get the detector's person boxes where it found them
-                prediction, matches = place_entities(
-                    self.project, self.preds[i].values, it.get("meta")
-                )
-                self.placed[i] = [shown_entry(matches)] if matches else []
+                prediction = self.preds[i].values
                 shown = [("", prediction)]
             elif self.arm == "review":
                 shown = list(self.review_preds[i])
@@ -484,7 +463,6 @@ class _PushJob:
                     "ls_task_id": int(tid),
                     "prediction_id": pr.id if pr is not None else None,
                     "sample_weight": self.weights.get(i),
-                    "shown": self.placed.get(i) or None,
                 }
             )
             for who in self.annotators:
@@ -498,7 +476,6 @@ class _PushJob:
                         "model_version": self.model_version if pr is not None else None,
                         "prompt_hash": pr.prompt_hash if pr is not None else None,
                         "ls_project_id": self.ls_pid,
-                        "shown": self.placed.get(i) or None,
                     }
                 )
         _record(self.store, self.client, self.ls_pid, rows, exps)

@@ -242,21 +242,7 @@ class LocalServer:
             transient=True,
         ) as bar:
             task = bar.add_task(what)
-            # without a terminal the spinner draws nothing: a line now and every 30 s, so a
-            # first start piped to a file (or `| tee`) is not 2 silent minutes
-            plain = progress and not bar.console.is_terminal
-            said = t0
-            if plain:
-                bar.console.print(what, markup=False, highlight=False)
             while time.monotonic() - t0 < timeout:
-                if plain and fresh and time.monotonic() - said >= 30:
-                    said = time.monotonic()
-                    bar.console.print(
-                        f"  {self.migrations_applied()} of ~400 migrations applied "
-                        f"({int(said - t0)} s)",
-                        markup=False,
-                        highlight=False,
-                    )
                 if not _pid_alive(pid):
                     raise TruthlineError(
                         f"Label Studio exited during start-up; see {self.log_file}:\n{self.log_tail()}"

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from truthline._cli_common import (
@@ -16,7 +15,6 @@ from truthline._cli_common import (
     emit,
     output_path,
     resamples_option,
-    whole_names,
     ws_project,
 )
 from truthline.errors import TruthlineError
@@ -116,10 +114,7 @@ def _excluded_text(rec: dict) -> str:
     """``EXCLUDED: reason (by who, when)`` for the annotators table."""
     when = str(rec["decided_at"])[:16].replace("T", " ") if rec.get("decided_at") else None
     extra = ", ".join(str(x) for x in (rec.get("decided_by"), when) if x)
-    # escaped: a reason's "[...]" is text, not markup
-    return f"[magenta]EXCLUDED[/]: {escape(str(rec.get('reason')))}" + (
-        f" ({escape(extra)})" if extra else ""
-    )
+    return f"[magenta]EXCLUDED[/]: {rec.get('reason')}" + (f" ({extra})" if extra else "")
 
 
 def _summary(d: dict) -> None:
@@ -140,21 +135,20 @@ def _summary(d: dict) -> None:
             _pct(t["productive_override"]["rate"]),
             "–" if bias is None else f"{bias:+.1f}",
         )
-    console.print(whole_names(table))
+    console.print(table)
     _note(d["direction"]["by_field"], d["anchoring_bias"])
     sig = Table("annotator", "override rate", "VLM κ", "signals", "status", title="annotators")
     records = d.get("excluded_annotators") or {}
-    sims = set(d.get("simulated_annotators") or ())
     for a, s in d["signals"].items():
         k = d["vlm_kappa"]["by_annotator"].get(a, {}).get("point")
         sig.add_row(
-            escape(a) + (" [yellow]SIMULATED[/]" if a in sims else ""),
+            a,
             _pct(d["override"]["by_annotator"][a]["override_rate"]),
             "–" if k is None else f"{k:.3f}",
             ("[red]FLAGGED[/] " if s["flagged"] else "") + ", ".join(s["fired"]),
             _excluded_text(records[a]) if s.get("excluded") and a in records else "retained",
         )
-    console.print(whole_names(sig))
+    console.print(sig)
     if records:
         console.print(
             "excluded annotators keep their rows above; gold and the team figures leave them out"
@@ -303,7 +297,7 @@ def queue_cmd(
                 f"{x.weight:.1f}",
                 "yes" if x.selected else "",
             )
-        console.print(whole_names(t))
+        console.print(t)
 
     emit(rows, as_json, render)
 

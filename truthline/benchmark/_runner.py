@@ -364,7 +364,7 @@ def run_benchmark(
     store: Store, project: Project, cfg: RunConfig, *, progress: bool = True
 ) -> dict[str, Any]:
     """Run (or resume) a benchmark; returns the run's manifest."""
-    from truthline.models import EndpointFailingError
+    from truthline.models import EndpointFailingError, parse_model_spec, run_requests
 
     if cfg.condition not in CONDITIONS:
         raise TruthlineError(f"unknown condition {cfg.condition!r} (use base or gt)")
@@ -418,66 +418,20 @@ def run_benchmark(
 
         items = resample_items(items, cfg.frames, cfg.video_root, cfg.frames_dir)
     run_id = cfg.run_id or default_run_id(project, gold, cfg)
-    specs = [_checked_spec(project, t) for t in cfg.models]  # before the run row: no stuck run
     manifest = _open_run(store, project, run_id, gold, cfg, targets)
-    try:
-        return _run_models(
-            store, project, cfg, run_id, manifest, specs, items, targets, progress, excluded
-        )
-    except (EndpointFailingError, RunInterrupted):
-        raise  # closed as partial where raised
-    except BaseException:
-        _fail_run(store, run_id, manifest)  # never left at `running`
-        raise
-
-
-def _checked_spec(project: Project, spec_text: str) -> Any:
-    """A ``--model`` spec parsed and its backend built (which checks the name: a rule that
-    is not registered, a local model folder that is missing, an unknown kind), so a typo
-    fails before the run row is opened rather than leaving a run at ``running``."""
-    from truthline.benchmark import _baselines  # registers the rule: backend
-    from truthline.models import get_backend, parse_model_spec
-
-    spec = parse_model_spec(spec_text)
-    if spec.kind == "rule":
-        _baselines.load_project_rules(project)
-        if spec.name not in _baselines.registered_rules():
-            raise TruthlineError(
-                f"unknown rule {spec.name!r} (registered: "
-                f"{', '.join(_baselines.registered_rules())}; a project adds rules in "
-                f"{_baselines.RULES_FILE} beside its definition)"
-            )
-    get_backend(spec)
-    return spec
-
-
-def _fail_run(store: Store, run_id: str, manifest: dict[str, Any]) -> None:
-    """Close a run an unexpected error stopped as ``failed`` (a rerun resumes it)."""
-    manifest["finished_at"] = now().isoformat()
-    with store.begin() as conn:
-        conn.execute(
-            tables.runs.update()
-            .where(tables.runs.c.id == run_id)
-            .values(manifest=manifest, status="failed", updated_at=now())
-        )
-
-
-def _run_models(
-    store: Store,
-    project: Project,
-    cfg: RunConfig,
-    run_id: str,
-    manifest: dict[str, Any],
-    specs: list[Any],
-    items: list[GoldItem],
-    targets: list[str],
-    progress: bool,
-    excluded: dict[str, list[str]],
-) -> dict[str, Any]:
-    from truthline.models import EndpointFailingError, run_requests
-
     seed = project.benchmark.seed
-    for spec in specs:
+    for spec_text in cfg.models:
+        spec = parse_model_spec(spec_text)
+        from truthline.benchmark import _baselines  # registers the rule: backend
+
+        if spec.kind == "rule":
+            _baselines.load_project_rules(project)
+            if spec.name not in _baselines.registered_rules():
+                raise TruthlineError(
+                    f"unknown rule {spec.name!r} (registered: "
+                    f"{', '.join(_baselines.registered_rules())}; a project adds rules in "
+                    f"{_baselines.RULES_FILE} beside its definition)"
+                )
         support = support_of(project, items, targets) if spec.kind == "rule" else None
         alias = spec.alias
         variant = cfg.variant or ""

@@ -8,15 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from truthline._cli_common import (
-    JsonOpt,
-    ProjectOpt,
-    console,
-    emit,
-    err_console,
-    whole_names,
-    ws_project,
-)
+from truthline._cli_common import JsonOpt, ProjectOpt, console, emit, err_console, ws_project
 
 app = typer.Typer(
     help="Pre-annotate items with a VLM or detector; mine videos into clips and frames.",
@@ -167,7 +159,7 @@ def status_cmd(ctx: typer.Context, project: ProjectOpt = None, as_json: JsonOpt 
                 ", ".join(f"{v} {n}" for v, n in m.get("versions", {}).items()),
                 f"{m['cost_usd']:.4f}",
             )
-        console.print(whole_names(table))
+        console.print(table)
         for alias, m in data["models"].items():
             for reason, n in sorted(m["by_reason"].items()):
                 console.print(f"  {alias} {reason}: {n}")

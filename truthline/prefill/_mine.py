@@ -75,9 +75,6 @@ class Sample:
     conf: float
     persons: int
     thumb: np.ndarray | None = None
-    boxes: list[dict[str, float]] = field(default_factory=list)
-    """Persons above ``min_conf`` with a box, percent of the frame (scripted detectors may
-    give none): the anchored arm places boxless pre-annotated workers on them."""
 
 
 @dataclass
@@ -176,8 +173,7 @@ def sample_video(
                 conf = max((d.confidence for d in persons), default=0.0)
                 n = sum(d.confidence > cfg.min_conf for d in persons)
                 thumb = thumbnail(ref.image) if conf > cfg.min_conf else None
-                boxes = _percent_boxes(persons, ref.image, cfg.min_conf)
-                samples.append(Sample(ref.t, conf, n, thumb, boxes))
+                samples.append(Sample(ref.t, conf, n, thumb))
             if tick:
                 tick(len(pending))
             pending.clear()
@@ -203,25 +199,6 @@ def sample_video(
         return fps, idx, samples
     finally:
         cap.release()
-
-
-def _percent_boxes(persons: Sequence[Any], image: Any, min_conf: float) -> list[dict[str, float]]:
-    """Detections with a box as Label Studio's percent coordinates (x, y, width, height)."""
-    shape = getattr(image, "shape", None)
-    if not shape or len(shape) < 2 or not shape[0] or not shape[1]:
-        return []
-    h, w = float(shape[0]), float(shape[1])
-    return [
-        {
-            "x": round(100 * d.x / w, 3),
-            "y": round(100 * d.y / h, 3),
-            "width": round(100 * d.width / w, 3),
-            "height": round(100 * d.height / h, 3),
-            "confidence": round(float(d.confidence), 4),
-        }
-        for d in persons
-        if d.confidence > min_conf and d.width > 0 and d.height > 0
-    ]
 
 
 def find_clips(
@@ -252,10 +229,7 @@ def find_clips(
                         max_conf=max(s.conf for s in part),
                         # the most persons detected in one sampled frame: the clip's worker
                         # count for a project's annotation layers ([layers] count column)
-                        meta={"persons": max(s.persons for s in part)}
-                        # the person boxes nearest the middle: the key frame's, for the
-                        # anchored arm (``annotate push`` matches them to the VLM's workers)
-                        | ({"person_boxes": near.boxes} if near.boxes else {}),
+                        meta={"persons": max(s.persons for s in part)},
                     )
                 )
         run.clear()

@@ -132,9 +132,6 @@ class AuditSettings(_Strict):
     blind_overlap: int = Field(2, ge=1)
     anchored_overlap: int = Field(1, ge=1)
     expert_sample_rate: float = Field(0.27, ge=0, le=1)
-    gold_standard_rate: float = Field(0.0, ge=0, lt=1)
-    """Share of each tier-1 queue (blind, anchored) made of gold-standard items with known
-    answers, mixed in unmarked to score each annotator (0: none)."""
     override_rate_factor: float = Field(2.0, gt=0)
     """Flag an annotator whose override rate is below the team range's low end / this factor."""
     vlm_kappa_margin: float = 0.1

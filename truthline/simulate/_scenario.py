@@ -384,7 +384,6 @@ def _rows(
                 flagged=d.flagged,
                 lead_time=d.lead_time,
                 source="simulated",
-                simulated=True,
                 source_id=sid,
                 shown_prediction_id=pred_id if shown is not None else None,
                 model_version=version if shown is not None else None,

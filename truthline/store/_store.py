@@ -132,20 +132,6 @@ def _too_long(exc: DBAPIError) -> str | None:
     return None
 
 
-def _url_hint(url: str) -> str | None:
-    """What to write instead of a PostgreSQL URL SQLAlchemy cannot load: ``postgres://``
-    (Heroku's and libpq's spelling) fails with "Can't load plugin: sqlalchemy.dialects:
-    postgres", and a bare ``postgresql://`` needs psycopg2, which truthline does not install;
-    truthline's driver is psycopg 3, spelled ``postgresql+psycopg://``."""
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        return None
-    if scheme.lower() in ("postgres", "postgresql", "postgresql+psycopg2"):
-        fixed = redact_url(f"postgresql+psycopg://{rest}")
-        return f"write the URL as {fixed} (postgresql+psycopg:// selects the psycopg 3 driver)"
-    return None
-
-
 class Store:
     """A migrated database. Writes are short transactions committed as they happen."""
 
@@ -157,8 +143,7 @@ class Store:
         try:
             self.engine: Engine = create_engine(url, future=True, pool_pre_ping=True)
         except Exception as exc:  # bad URL / missing driver
-            hint = _url_hint(url)
-            raise StoreError(f"cannot open the store at {redact_url(url)}: {hint or exc}") from None
+            raise StoreError(f"cannot open the store at {redact_url(url)}: {exc}") from None
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
         try:

@@ -452,7 +452,6 @@ def simulate_ratings(
                     "tier": 1,
                     "value": bool(v),
                     "source": "simulated",
-                    "simulated": True,
                     "source_id": f"sim:{project}:{key}:{who}",
                     "stored_at": now(),
                 }
