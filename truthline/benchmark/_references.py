@@ -209,18 +209,7 @@ def compare_labels(
                 continue
             if infl[other] is not None and boots[other] is not None and boots["blind"] is not None:
                 diffs[other].append((cis, boots, stats, other))
-        models.append(
-            SliceScores(
-                key=e,
-                all=cis["all"],
-                blind=cis["blind"],
-                anchored=cis["anchored"],
-                vlm_sourced=cis["vlm-sourced"],
-                inflation_anchored_pp=infl["anchored"],
-                inflation_vlm_sourced_pp=infl["vlm-sourced"],
-                field_balanced=FieldBalanced(fields=()),
-            )
-        )
+        models.append(SliceScores.of(e, cis, infl, FieldBalanced(fields=())))
     return GoldComparison(
         run_id=run_id,
         gold_snapshot=run.manifest.get("gold_snapshot"),

@@ -332,18 +332,7 @@ def compare_gold(
             other: _diff_pp(cis, res["boot"], other, rs, res["u"], res["stat"])
             for other in ("anchored", "vlm-sourced")
         }
-        models.append(
-            SliceScores(
-                key=entry,
-                all=cis["all"],
-                blind=cis["blind"],
-                anchored=cis["anchored"],
-                vlm_sourced=cis["vlm-sourced"],
-                inflation_anchored_pp=infl["anchored"],
-                inflation_vlm_sourced_pp=infl["vlm-sourced"],
-                field_balanced=_field_balanced(d, masks, s_all, rs),
-            )
-        )
+        models.append(SliceScores.of(entry, cis, infl, _field_balanced(d, masks, s_all, rs)))
     return GoldComparison(
         run_id=run_id,
         gold_snapshot=run.manifest.get("gold_snapshot"),

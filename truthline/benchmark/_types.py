@@ -250,6 +250,27 @@ class SliceScores:
     inflation_vlm_sourced_pp: CI | None
     field_balanced: FieldBalanced
 
+    @classmethod
+    def of(
+        cls,
+        key: EntryKey,
+        cis: Mapping[str, CI | None],
+        inflation: Mapping[str, CI | None],
+        field_balanced: FieldBalanced,
+    ) -> SliceScores:
+        """From per-slice accuracies and the inflations over blind, keyed by slice name
+        (``compare_gold`` and ``compare_labels`` build theirs the same way)."""
+        return cls(
+            key=key,
+            all=cis["all"],
+            blind=cis["blind"],
+            anchored=cis["anchored"],
+            vlm_sourced=cis["vlm-sourced"],
+            inflation_anchored_pp=inflation["anchored"],
+            inflation_vlm_sourced_pp=inflation["vlm-sourced"],
+            field_balanced=field_balanced,
+        )
+
     @property
     def model(self) -> str:
         return self.key.model

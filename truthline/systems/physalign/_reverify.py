@@ -225,8 +225,7 @@ def _corrected(release: Path) -> dict[str, dict[str, Any]]:
 
 def push_reverify(store: Any, client: Any, release: Path, reviewers: list[str]) -> dict[str, Any]:
     """A fresh blind project per reviewer with the probes whose target was corrected."""
-    from truthline.annotate import push_units
-    from truthline.systems.physalign._ls import release_scope
+    from truthline.systems.physalign._verify import push_blind_projects
 
     reviewers = _check_reviewers(reviewers)
     release = Path(release)
@@ -247,22 +246,9 @@ def push_reverify(store: Any, client: Any, release: Path, reviewers: list[str]) 
             )
     ctx = _context(release)
     units = {p["probe_id"]: p for p in ctx.public if p["probe_id"] in corrected}
-    out = []
-    for who in reviewers:
-        rep = push_units(
-            store,
-            client,
-            "physalign.verify",
-            ctx,
-            units,
-            scope=release_scope(release),
-            slot=ROUND_REVERIFY,
-            cohort=who,
-            title=f"PhysAlign blind re-verify [{who}]",
-            annotators=[who],
-        )
-        out.append({"reviewer": who, "created": rep.created, "project_url": rep.project_url})
-    return {"probes": len(units), "projects": out}
+    return push_blind_projects(
+        store, client, release, ctx, units, reviewers, ROUND_REVERIFY, "re-verify"
+    )
 
 
 def pull_reverify(store: Any, client: Any, release: Path) -> dict[str, Any]:

@@ -276,6 +276,22 @@ def push_verify(
     _migrate(store, release)
     ctx = _context(release)
     units = {p["probe_id"]: p for p in ctx.public}
+    return push_blind_projects(store, client, release, ctx, units, reviewers, "verify", "verify")
+
+
+def push_blind_projects(
+    store: Store,
+    client: LSClient,
+    release: Path,
+    ctx: Any,
+    units: dict[str, Any],
+    reviewers: list[str],
+    slot: str,
+    what: str,
+) -> dict[str, Any]:
+    """One blind project per reviewer holding ``units`` (the first verification round, or
+    the re-verification of corrected targets: ``slot``); each reviewer's exposure is known
+    at push."""
     out = []
     for who in reviewers:
         rep = push_units(
@@ -285,9 +301,9 @@ def push_verify(
             ctx,
             units,
             scope=release_scope(release),
-            slot="verify",
+            slot=slot,
             cohort=who,
-            title=f"PhysAlign blind verify [{who}]",
+            title=f"PhysAlign blind {what} [{who}]",
             annotators=[who],  # the reviewer's own project: their exposure is known now
         )
         out.append(
