@@ -13,6 +13,15 @@ the bootstrap replicates of a few thousand estimates). Before: ~3.5 KB per decis
 
     .venv/bin/python bench/audit_scale.py [--items 1345] [--resamples 2000] [--profile]
         [--memory 1345 4035] [--memory-resamples 200]
+
+Scale (issue 28: ~5 min at 190k decisions; goal 1M decisions audited in under 60 s of CPU,
+memory under 1 KB per decision): ``--scale`` runs the audit (``--resamples``) at about
+1k / 10k / 100k tier-1 decisions (1M with ``--million``: building that store takes long),
+CPU seconds beside the baseline of loading the decision table at the same size, the
+tracemalloc peak per decision, and the cost exponent k (CPU ∝ n^k); written to
+bench/SCALE.md (section "audit").
+
+    .venv/bin/python bench/audit_scale.py --scale [--million] [--resamples 2000]
 """
 
 from __future__ import annotations
@@ -32,7 +41,12 @@ def main() -> None:
         "--memory", type=int, nargs="*", default=[1345, 4035], help="item counts (none: skip)"
     )
     ap.add_argument("--memory-resamples", type=int, default=200)
+    ap.add_argument("--scale", action="store_true", help="sweep 1k/10k/100k decisions")
+    ap.add_argument("--million", action="store_true", help="with --scale: also 1M decisions")
     args = ap.parse_args()
+    if args.scale:
+        scale(args.resamples, args.million)
+        return
 
     from truthline.audit import load, run_audit
     from truthline.project import load_project
@@ -139,6 +153,87 @@ def memory(project, sizes: list[int], resamples: int) -> None:
             f"(~{slope * 1.9e6 / 1e9:.1f} GB at 1.9 M decisions); goal < 1 KB: "
             f"{'met' if slope < 1000 and p1 / d1 < 1000 else 'NOT met'}"
         )
+
+
+DECISIONS_PER_ITEM = 14.3
+"""Tier-1 decisions per clip of the SIMULATED steel-safety scenario (19,211 at 1,345)."""
+
+
+def scale(resamples: int, million: bool) -> None:
+    """CPU of the whole audit at growing sizes, beside loading the decision table."""
+    import gc
+    import sys
+    import tracemalloc
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _scale import fit_exponent, record, row
+
+    from truthline.audit import load, run_audit
+    from truthline.project import load_project
+    from truthline.simulate import build_scenario
+    from truthline.store import Store
+    from truthline.workspace import templates_dir
+
+    project = load_project(templates_dir() / "steel-safety")
+    targets = [1_000, 10_000, 100_000] + ([1_000_000] if million else [])
+    with tempfile.TemporaryDirectory() as tmp:  # warm-up: first-use imports (scipy.stats)
+        store = Store(f"sqlite:///{Path(tmp) / 'warm.db'}")
+        sc = build_scenario(store, project, n_items=60, seed=0)
+        run_audit(store, project, resamples=20, gradient_model=sc.benchmark_version)
+        store.close()
+    runs = []
+    print(f"audit, {resamples} resamples, CPU seconds (baseline: loading the decision table)")
+    print(f"{'decisions':>10} {'items':>7} {'load s':>8} {'audit s':>8} {'ratio':>7} {'B/dec':>7}")
+    for target in targets:
+        items = max(8, round(target / DECISIONS_PER_ITEM))
+        with tempfile.TemporaryDirectory() as tmp:
+            store = Store(f"sqlite:///{Path(tmp) / 'scale.db'}")
+            sc = build_scenario(store, project, n_items=items, seed=0)
+            t0 = time.process_time()
+            load(store, project)
+            t_load = time.process_time() - t0
+            t0 = time.process_time()
+            res = run_audit(
+                store, project, resamples=resamples, gradient_model=sc.benchmark_version
+            )
+            t_audit = time.process_time() - t0
+            gc.collect()  # memory in a second run: tracemalloc slows Python code down
+            tracemalloc.start()
+            run_audit(store, project, resamples=resamples, gradient_model=sc.benchmark_version)
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            store.close()
+        n = int(res.counts["decisions"])
+        runs.append((n, items, t_load, t_audit, peak / n))
+        print(
+            f"{n:>10,} {items:>7,} {t_load:8.2f} {t_audit:8.2f} {t_audit / t_load:6.2f}x "
+            f"{peak / n:7.0f}"
+        )
+    k = fit_exponent([r[0] for r in runs], [r[3] for r in runs])
+    k_load = fit_exponent([r[0] for r in runs], [r[2] for r in runs])
+    n, _, _, t_audit, _ = runs[-1]
+    print(f"cost exponent (CPU ∝ n^k): audit k = {k:.2f}, load k = {k_load:.2f}")
+    print(f"projected at 1M decisions: ~{t_audit * (1e6 / n) ** max(k, 1.0):.0f} s (goal < 60 s)")
+    rows = []
+    for n, items, t_load, t_audit, per in runs:
+        last = n == runs[-1][0]
+        rows.append(
+            row(
+                f"audit ({resamples} resamples, {items:,} clips), CPU",
+                f"{t_audit:.2f} s",
+                f"{t_load:.2f} s loading the decision table",
+                ratio=t_audit / max(t_load, 1e-9),
+                n=n,
+                k=k if last else None,
+            )
+        )
+        rows.append(row("audit, peak traced memory", f"{per:.0f} B/decision", "", n=n))
+    record(
+        "audit",
+        rows,
+        note="bench/audit_scale.py --scale; n = tier-1 decisions; goal at 1M: < 60 s CPU, "
+        "< 1 KB/decision.",
+    )
 
 
 def _count_cis(obj) -> int:

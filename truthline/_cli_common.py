@@ -12,6 +12,8 @@ import typer
 from rich.console import Console
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from truthline.project import Project
     from truthline.workspace import Workspace
 
@@ -40,10 +42,26 @@ class State:
         return self._ws
 
 
+def bounded_resamples(value: int | None) -> int | None:
+    """``--resamples`` within TRUTHLINE_MAX_RESAMPLES (``_limits``): a billion resamples
+    would run for days; refused as a usage error (exit 2) naming the limit."""
+    from truthline._limits import MAX_RESAMPLES
+
+    if value is not None and value > MAX_RESAMPLES.value():
+        raise typer.BadParameter(MAX_RESAMPLES.over(value))
+    return value
+
+
 def resamples_option(default: str) -> Any:
-    """The ``--resamples`` option (>= 0) whose default is ``default``, e.g. a project setting:
-    use as ``Annotated[int | None, resamples_option("[audit] resamples")]``."""
-    return typer.Option("--resamples", min=0, help=f"Bootstrap resamples (default: {default}).")
+    """The ``--resamples`` option (0 to TRUTHLINE_MAX_RESAMPLES) whose default is ``default``,
+    e.g. a project setting: use as ``Annotated[int | None, resamples_option("[audit] resamples")]``."""
+    return typer.Option(
+        "--resamples",
+        min=0,
+        callback=bounded_resamples,
+        help=f"Bootstrap resamples (default: {default}; at most 100000, raised by "
+        "TRUTHLINE_MAX_RESAMPLES).",
+    )
 
 
 def state(ctx: typer.Context) -> State:
@@ -93,6 +111,41 @@ def output_dir(path: Path, option: str = "--out") -> Path:
             f"{option} {path}: cannot create the folder: {exc.strerror or exc}"
         ) from None
     return path
+
+
+NAME_HEADERS = frozenset({"model", "a", "b", "annotator", "run", "name", "entry"})
+"""Headers of the columns that name things (models, annotators, runs): ``whole_names``
+keeps those whole."""
+
+
+def _cell_len(cell: Any) -> int:
+    """Terminal cells a table cell takes: a string as rich shows it (markup removed)."""
+    from rich.text import Text
+
+    if isinstance(cell, Text):
+        return cell.cell_len
+    if isinstance(cell, str):
+        try:
+            return Text.from_markup(cell).cell_len
+        except Exception:  # not valid markup: shown as is
+            return len(cell)
+    return len(str(cell))
+
+
+def whole_names(table: Table) -> Table:
+    """``table`` with its name columns never wrapped nor truncated: rich otherwise shrinks
+    every column to fit the terminal, and at 100 columns ``simulated:steel-strong`` and
+    ``simulated:steel-weak`` both came out as ``s…``, so models could not be told apart.
+    The other columns wrap instead. Call it once the rows are added."""
+    for col in table.columns:
+        header = str(col.header).strip().lower()
+        first = header.split()[0] if header else ""
+        if header in NAME_HEADERS or first in ("model", "annotator"):  # not "models": a list
+            widths = [_cell_len(c) for c in col.cells]
+            col.no_wrap = True
+            col.overflow = "fold"
+            col.min_width = max([len(header), *widths])
+    return table
 
 
 def print_json(data: Any) -> None:

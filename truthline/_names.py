@@ -65,11 +65,49 @@ def inside(root: str | Path, *parts: str, what: str = "path") -> Path:
     return target
 
 
+MAX_ANNOTATOR = 200
+"""Annotator ids (emails, user names) are at most this long: reports, tables and the store's
+String(300) columns hold them whole; a longer one is a mistake or an attack."""
+
+
+def annotator_problem(who: str) -> str | None:
+    """Why ``who`` cannot be an annotator id, or None when it can: empty, longer than
+    ``MAX_ANNOTATOR``, or holding a control or invisible formatting character (a newline,
+    NUL, a right-to-left override) that would break or disguise reports and CSV rows."""
+    import unicodedata
+
+    if not isinstance(who, str) or not who.strip():
+        return "empty annotator"
+    if len(who) > MAX_ANNOTATOR:
+        return (
+            f"annotator id {who[:40]!r}... is {len(who)} characters long (at most "
+            f"{MAX_ANNOTATOR}); use a shorter id, e.g. the person's email"
+        )
+    bad = next((c for c in who if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")), None)
+    if bad is not None:
+        return (
+            f"annotator id {who[:60]!r} holds the control character U+{ord(bad):04X}; "
+            "use printable characters only"
+        )
+    return None
+
+
+def check_annotator(who: str, what: str = "annotator") -> str:
+    """``who`` if it can be an annotator id, else a TruthlineError naming ``what``."""
+    why = annotator_problem(who)
+    if why is not None:
+        raise TruthlineError(f"{what}: {why}")
+    return who
+
+
 __all__ = [
+    "MAX_ANNOTATOR",
     "MAX_NAME",
     "PROJECT_NAME",
     "SAFE_NAME",
     "UnsafeNameError",
+    "annotator_problem",
+    "check_annotator",
     "check_name",
     "check_project_name",
     "inside",

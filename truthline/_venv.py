@@ -127,22 +127,43 @@ def _tail(text: str) -> str:
     return "\n".join(lines[-_TAIL_LINES:]) or "(no output)"
 
 
+LOG_NAME = "install.log"
+"""pip's full output, kept in the venv (``<venv>/install.log``): a first run printed ~300
+lines of it; now each phase is one line and the log is there to read."""
+
+
 def _pip_install(python: Path, args: list[str], *, progress: bool) -> None:
-    """``<venv>/bin/python -m pip install ARGS``; with ``progress`` pip's own output (download
-    bars on a terminal) goes to stderr, else it is kept and its tail explains a failure."""
+    """``<venv>/bin/python -m pip install ARGS``. pip's output goes to ``<venv>/install.log``
+    (its tail explains a failure); with ``progress`` one line says where the log is and, on a
+    terminal, the elapsed time ticks on it while pip works."""
     cmd = [str(python), "-m", "pip", "install", "--disable-pip-version-check", *args]
+    work = python.parent.parent
+    log = work / LOG_NAME
+    shown = work.with_name(work.name.removesuffix(".partial")) / LOG_NAME  # after the rename
     if progress:
-        shown = subprocess.run(cmd, stdout=_stderr_fd(), env=_clean_env())
-        if shown.returncode != 0:
-            raise _BuildFailed(f"pip exited with {shown.returncode} (its output is above)")
-        return
-    kept = subprocess.run(
-        [*cmd, "-q"], capture_output=True, text=True, env=_clean_env(), stdin=subprocess.DEVNULL
-    )
-    if kept.returncode != 0:
-        raise _BuildFailed(
-            f"pip exited with {kept.returncode}:\n{_tail(kept.stdout + kept.stderr)}"
+        _say(f"      pip's log: {shown}")
+    tty = progress and sys.stderr.isatty()
+    t0 = time.monotonic()
+    with open(log, "w", encoding="utf-8") as out:
+        proc = subprocess.Popen(
+            cmd, stdout=out, stderr=subprocess.STDOUT, env=_clean_env(), stdin=subprocess.DEVNULL
         )
+        while True:
+            try:
+                code = proc.wait(timeout=1.0)
+                break
+            except subprocess.TimeoutExpired:
+                if tty:
+                    print(f"\r      installing ... {_elapsed(t0)}", end="", file=sys.stderr)
+            except BaseException:
+                proc.kill()
+                proc.wait()
+                raise
+    if tty:
+        print(f"\r      installed in {_elapsed(t0)}      ", file=sys.stderr, flush=True)
+    if code != 0:
+        text = log.read_text(encoding="utf-8", errors="replace")
+        raise _BuildFailed(f"pip exited with {code}:\n{_tail(text)}")
 
 
 def _relocate(work: Path, final: Path) -> None:

@@ -103,7 +103,11 @@ def plugin_commands() -> dict[str, tuple[str, str, str]]:
             try:
                 group = ep.load()
             except ImportError as exc:  # a broken plug-in must not break the whole CLI
-                err_console.print(f"[yellow]plug-in command {ep.name!r} ({ep.value}): {exc}[/]")
+                from rich.markup import escape as _escape
+
+                err_console.print(  # escaped: a bracket in the message is text, not markup
+                    f"[yellow]plug-in command {_escape(f'{ep.name!r} ({ep.value}): {exc}')}[/]"
+                )
                 continue
             module, _, attr = group.target.partition(":")
             _PLUGINS[ep.name] = (module, attr or "app", group.help)
@@ -190,7 +194,7 @@ app = typer.Typer(
     "-> audit (agreement, anchoring, gold with provenance) -> benchmark (scored runs, export).",
     no_args_is_help=True,
     cls=_LazyGroup,
-    rich_markup_mode="rich",
+    rich_markup_mode=None,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -397,6 +401,40 @@ def items_list(
             console.print(f"... {len(rows) - len(shown)} more (use --limit 0)")
 
     emit(data, as_json, render)
+
+
+@items_app.command("show")
+def items_show(
+    ctx: typer.Context,
+    key: Annotated[str, typer.Argument(help="The item's key (as `truthline items list` shows).")],
+    field: Annotated[
+        str | None,
+        typer.Option(
+            "--field",
+            help="One field path: a top-level field (worker_count), an entity subfield "
+            "(workers.action) or one entity's (workers[P1].action). Default: every field.",
+        ),
+    ] = None,
+    project: ProjectOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """One value's lineage: the prefill prediction, what each annotator was shown, every
+    annotation with its edits, the review, the gold value per snapshot with its provenance,
+    and each benchmark run's answer and score."""
+    from truthline._lineage_view import render_lineage
+    from truthline.store import lineage
+
+    ws = workspace(ctx)
+    proj = ws.registered(project)
+    if field is not None:
+        head = field.split(".")[0].split("[")[0]
+        if head not in proj.field_types:
+            raise TruthlineError(
+                f"no field {head!r} in project {proj.name!r} (fields: "
+                f"{', '.join(proj.field_types)})"
+            )
+    lin = lineage(ws.store, proj.name, key, field)
+    emit(lin.as_dict(), as_json, lambda: render_lineage(console, lin))
 
 
 # -- status ------------------------------------------------------------------------------

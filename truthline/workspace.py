@@ -1,4 +1,11 @@
-"""A workspace: one folder holding the store, project definitions, media, secrets and reports."""
+"""A workspace: one folder holding the store, project definitions, media, secrets and reports.
+
+Privacy: opening a workspace (``Workspace.from_env``, what every command does) sets the
+process's umask to 0o077 (``keep_private``), so every file truthline or a server it starts
+(Label Studio, the media server, the dashboards) creates is 0600 and every folder 0700 by
+its own mode, not only because of the folder it sits in. What is copied in keeps no wider
+mode than that (``make_private``: project templates, Label Studio's migrated template).
+"""
 
 from __future__ import annotations
 
@@ -12,6 +19,29 @@ from truthline._names import check_project_name, inside
 from truthline.errors import TruthlineError
 from truthline.project import DEFINITION_NAMES, Project, load_project
 from truthline.store import Store
+
+PRIVATE_UMASK = 0o077
+"""No group or other bits on anything created: files 0600, folders 0700."""
+
+
+def keep_private() -> None:
+    """Make everything this process (and what it starts) creates private to its owner.
+
+    The workspace holds API tokens, passwords and annotations; a mode of its own on each
+    file keeps them unread when the workspace is copied, archived or re-permissioned.
+    A stricter umask the user already has is kept."""
+    os.umask(os.umask(PRIVATE_UMASK) | PRIVATE_UMASK)
+
+
+def make_private(path: Path) -> None:
+    """Strip the group and other bits of ``path`` and everything under it (links not
+    followed): for trees copied in with the modes of their source."""
+    for p in (path, *path.rglob("*")) if path.is_dir() else (path,):
+        if p.is_symlink():
+            continue
+        mode = p.stat().st_mode & 0o7777
+        if mode & 0o077:
+            p.chmod(mode & ~0o077)
 
 
 def templates_dir() -> Path:
@@ -39,8 +69,12 @@ class Workspace:
 
     @classmethod
     def from_env(cls, root: str | Path | None = None, db_url: str | None = None) -> Workspace:
+        """The workspace at ``root`` (or $TRUTHLINE_WORKSPACE, ./workspace) with the store at
+        ``db_url`` (or $TRUTHLINE_DB); from here on this process creates private files."""
+        keep_private()
         root = Path(root or os.environ.get("TRUTHLINE_WORKSPACE") or "workspace").resolve()
-        return cls(root=root, db_url=db_url or os.environ.get("TRUTHLINE_DB"))
+        url = db_url or os.environ.get("TRUTHLINE_DB")
+        return cls(root=root, db_url=Store.check_url(url) if url else None)
 
     # -- paths ------------------------------------------------------------------------
     @property
@@ -136,6 +170,7 @@ class Workspace:
             shutil.rmtree(dest)
         try:
             shutil.copytree(src, dest, ignore=shutil.ignore_patterns("__pycache__"))
+            make_private(dest)  # copytree keeps the template's own (world-readable) modes
         except OSError as exc:
             raise TruthlineError(
                 f"cannot copy the template into {dest}: {exc.strerror or exc}"

@@ -4,6 +4,7 @@ history, malformed results, and a server stopped mid-push."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from truthline.annotate import (
     submit_annotation,
     user_client,
 )
+from truthline.annotate._pseudonyms import real_names
 from truthline.annotate._users import USERS_FILE
 from truthline.store import tables
 
@@ -350,7 +352,13 @@ def test_review_project_shows_tier1_annotations(ls: LS, steel_ws, media_server):
     with ls.admin() as c:
         task = c.get(f"/api/tasks/{lt[0]['ls_task_id']}")
         versions = sorted(p["model_version"] for p in task["predictions"])
-    assert versions == ["tier1:a@x.org", "tier1:b@x.org"]
+    # the adjudicator sees pseudonyms, never the tier-1 emails; the mapping is in the store
+    assert versions == ["tier1:annotator A", "tier1:annotator B"]
+    assert "@x.org" not in json.dumps(task)
+    assert real_names(ws.store, project.name) == {
+        "annotator A": "a@x.org",
+        "annotator B": "b@x.org",
+    }
 
 
 def test_server_stopped_mid_push(tmp_path: Path, steel_ws, media_server):

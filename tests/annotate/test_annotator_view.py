@@ -1,6 +1,6 @@
 """What annotators see (issue 14): instructions generated from the project (field titles,
 class codes and names, rule texts), no model name anywhere in an anchored project, and
-pre-annotated entities without a box listed beside the image instead of stacked squares."""
+pre-annotated entities without a box shown as squares to place, values set (issue 26)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,10 @@ import pytest
 from sqlalchemy import select
 
 from truthline.annotate import (
+    FIELD_SCHEMA,
     PREFILL_LABEL,
+    FieldUnit,
+    get_kind,
     instructions,
     label_config,
     push,
@@ -21,7 +24,7 @@ from truthline.annotate import (
     task_data,
     values_to_results,
 )
-from truthline.annotate._labelconfig import unboxed_key
+from truthline.annotate._labelconfig import PLACEHOLDER, unboxed_key
 from truthline.project import load_project
 from truthline.store import tables
 
@@ -126,15 +129,27 @@ PRED = {
 }
 
 
-def test_an_unboxed_prefilled_entity_yields_no_rectangle(rulebook):
+def test_an_unboxed_prefilled_entity_is_a_square_to_place_never_a_note(rulebook):
+    # issue 26: no invented box in the data, but the anchored prediction shows p2 as a
+    # placeholder square with its values set (the annotator drags it); the note only says so
     res = values_to_results(rulebook, PRED)
     rects = [r for r in res if r["type"] == "rectanglelabels"]
     assert len(rects) == 1 and rects[0]["id"].endswith("p1")
-    assert not any("p2" in str(r.get("id", "")) for r in res)  # nor any per-region value
-    data = task_data(rulebook, 1, ["http://m/a.jpg"], "a", shown=[("", PRED)])
-    note = data[unboxed_key("people")]
-    assert "p2 (Rule: R-01 helmet)" in note and "p1" not in note
-    # the config shows the note above the image; a task without unboxed entities has ""
+    task = get_kind(FIELD_SCHEMA).task(
+        rulebook, FieldUnit(1, "a", ["http://m/a.jpg"], "anchored", [("", PRED)], PRED)
+    )
+    pres = task["predictions"][0]["result"]
+    p2 = [r for r in pres if str(r.get("id", "")).endswith("p2")]
+    assert {r["from_name"] for r in p2} == {"people", "people__pid", "people__rule"}
+    assert next(r for r in p2 if r["from_name"] == "people__rule")["value"]["choices"] == ["R-01"]
+    note = task["data"][unboxed_key("people")]
+    assert "1 pre-annotated without a box" in note and "R-01" not in note and "p2" not in note
+    # read back untouched, the square is "no box" and p2 keeps its rule
+    back = results_to_values(rulebook, pres).values["people"]
+    assert {e["pid"]: ("box" in e, e["rule"]) for e in back} == {
+        "p1": (True, "R-01"),
+        "p2": (False, "R-01"),
+    }
     assert f'value="${unboxed_key("people")}"' in label_config(rulebook)
     assert task_data(rulebook, 1, ["http://m/a.jpg"], "a")[unboxed_key("people")] == ""
 
@@ -178,11 +193,19 @@ def test_anchored_project_never_names_the_model(ls: LS, steel_ws, media_server):
     with ws.store.begin() as conn:
         versions = {r.model_version for r in conn.execute(select(tables.exposures))}
     assert versions == {SIM_MODEL}
-    # unboxed workers: no rectangle in the prediction, listed in the note instead
-    rects = notes = 0
+    # issue 26: every worker a region with its values (boxless ones as squares to place);
+    # the note only counts the squares
+    rects = squares = 0
     for t in tasks:
         pr = t["predictions"][0]
         assert pr["model_version"] == PREFILL_LABEL
         rects += sum(1 for r in pr["result"] if r["type"] == "rectanglelabels")
-        notes += t["data"][unboxed_key("workers")].count("\n")
-    assert rects == len(rows) and notes == unboxed  # one box per item; one line per unboxed
+        here = sum(
+            1
+            for r in pr["result"]
+            if r["type"] == "rectanglelabels" and r["value"]["width"] == PLACEHOLDER
+        )
+        squares += here
+        note = t["data"][unboxed_key("workers")]
+        assert (f"{here} pre-annotated without a box" in note) if here else note == ""
+    assert squares == unboxed and rects == len(rows) + unboxed

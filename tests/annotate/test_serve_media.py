@@ -78,4 +78,4 @@ def test_serve_media_to_label_studio_only(steel_ws, tmp_path: Path):
         assert fetch(frames[0], origin=ls_url)[0] == 200
     finally:
         stopped = run(ws, "annotate", "stop")
-    assert stopped == {"label_studio": True, "media_server": True}
+    assert stopped == {"label_studio": True, "media_server": True, "blind_instance": False}

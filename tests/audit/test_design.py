@@ -54,7 +54,7 @@ def four_videos(hand_project, sqlite_store, tmp_path):
         rows.append(f"c{k},action,{'AB'[k % 2]},anchored,{h},{v},{e}")
     path = tmp_path / "t.csv"
     path.write_text("\n".join(rows) + "\n")
-    import_table(sqlite_store, hand_project, path)
+    import_table(sqlite_store, hand_project, path, create_items=True)
     with sqlite_store.begin() as conn:
         for k in range(28):
             conn.execute(

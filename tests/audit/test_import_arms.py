@@ -44,7 +44,10 @@ def test_blind_slice_keeps_expert_values_on_blind_items(
     hand_project, sqlite_store, tmp_path, arm_column
 ):
     rep = import_table(
-        sqlite_store, hand_project, _table(tmp_path / "t.csv", arm_column=arm_column)
+        sqlite_store,
+        hand_project,
+        _table(tmp_path / "t.csv", arm_column=arm_column),
+        create_items=True,
     )
     assert rep.arms_assigned == BLIND + ANCHORED
     with sqlite_store.begin() as conn:
@@ -64,7 +67,7 @@ def test_blind_slice_keeps_expert_values_on_blind_items(
 
 
 def test_arm_clash_with_an_existing_assignment_is_an_error(hand_project, sqlite_store, tmp_path):
-    import_table(sqlite_store, hand_project, _table(tmp_path / "t.csv"))
+    import_table(sqlite_store, hand_project, _table(tmp_path / "t.csv"), create_items=True)
     flipped = tmp_path / "flipped.csv"
     flipped.write_text(
         "item,field,annotator,arm,value\ni0,action,C,anchored,walk\n", encoding="utf-8"

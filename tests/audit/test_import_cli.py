@@ -57,7 +57,7 @@ c1,workers[P2].action,ann,anchored,walking,A1,vlm-x,30,A1
 c1,worker_count,ann,anchored,2,2,vlm-x,30,2
 """,
     )
-    rep = import_table(sqlite_store, steel, f)
+    rep = import_table(sqlite_store, steel, f, create_items=True)
     assert (rep.annotations, rep.predictions, rep.expert_reviews, rep.items_created) == (1, 1, 1, 1)
     again = import_table(sqlite_store, steel, f)
     assert again.replaced == 2  # the annotation and the expert review, replaced in place

@@ -78,7 +78,7 @@ def test_run_max_failures_stops_a_refused_endpoint_with_exit_1(bench_ws):
     from truthline.models._stub import StubServer
 
     ws, _project, _items, _ = bench_ws
-    denied = StubServer(cases={"": ["401"]}).start()
+    denied = StubServer(cases={"": ["404"]}).start()  # a wrong URL (a rejected key stops at once)
     try:
         spec = f"openai:m@{denied.url}"
         r = cli(ws, "benchmark", "run", "-m", spec, "--concurrency", "1", "--max-failures", "3")
@@ -86,7 +86,7 @@ def test_run_max_failures_stops_a_refused_endpoint_with_exit_1(bench_ws):
         denied.stop()
     assert r.exit_code == 1, (r.output, r.exception)
     msg = str(r.exception)
-    assert "3 consecutive failures" in msg and "http_401" in msg and "\n" not in msg
+    assert "3 consecutive failures" in msg and "http_404" in msg and "\n" not in msg
     assert len(denied.log) == 3, "it stops sending"
     with ws.store.begin() as conn:
         assert conn.execute(select(tables.runs.c.status)).scalar_one() == "partial"
@@ -106,7 +106,7 @@ def test_run_max_failures_zero_never_stops(bench_ws):
     from truthline.models._stub import StubServer
 
     ws, _project, items, _ = bench_ws
-    denied = StubServer(cases={"": ["401"]}).start()
+    denied = StubServer(cases={"": ["404"]}).start()
     try:
         spec = f"openai:m@{denied.url}"
         r = cli(ws, "benchmark", "run", "-m", spec, "--concurrency", "1", "--max-failures", "0")

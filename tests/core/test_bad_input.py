@@ -260,6 +260,46 @@ def _corrupt_parquet(d: Path) -> list[str]:
     return ["audit", "import-table", str(d / "labels.parquet")]
 
 
+# -- issue 27: silent accepts and unbounded work ------------------------------------------
+def _ambiguous_key(d: Path) -> list[str]:
+    m = d / "amb"
+    _png(m / "a.png", 20)
+    _png(m / "a.v1.png", 21)  # item 'a.v1'; 'a.v1' less its suffix is item 'a'
+    (d / "meta.csv").write_text("key,site\na.v1,A\n")
+    return ["items", "import", str(m), "--metadata", str(d / "meta.csv")]
+
+
+def _newline_file_name(d: Path) -> list[str]:
+    m = d / "nl"
+    _png(m / "bad\nname.png", 22)
+    return ["items", "import", str(m)]
+
+
+def _unknown_label_key(d: Path) -> list[str]:
+    (d / "labels.csv").write_text("item,field,annotator,value\none,ok,ann,true\ntpyo,ok,ann,true\n")
+    return ["audit", "import-table", str(d / "labels.csv")]
+
+
+def _prompt_outside(d: Path) -> list[str]:
+    (d / "secret.txt").write_text("OPENAI_API_KEY=sk-not-for-prompts")
+    folder = _definition(d / "def", PROJECT_TOML + '[prompts]\nuser = "../secret.txt"\n')
+    return ["init", str(folder), "--name", "leaky"]
+
+
+def _alias_bomb(d: Path) -> list[str]:
+    rows = ['l0: &l0 ["x","x","x","x","x","x","x","x","x"]'] + [
+        f"l{i}: &l{i} [" + ",".join([f"*l{i - 1}"] * 9) + "]" for i in range(1, 9)
+    ]
+    text = "name: n\nmedia: image\n" + "\n".join(rows) + "\nfields: {ok: {type: boolean}}\n"
+    return ["init", str(_definition(d / "def", text, "project.yaml"))]
+
+
+def _bad_sums(d: Path) -> list[str]:
+    (d / "rel").mkdir()
+    (d / "rel" / "SHA256SUMS").write_text("this is not a checksum line\n")
+    return ["benchmark", "verify", str(d / "rel")]
+
+
 CASES = [
     Case("init-name-traversal", _traversal("../../victim"), 1, "cannot be used as a file name",
          after=_victim_intact),
@@ -336,6 +376,33 @@ CASES = [
          "not UTF-8 text"),
     Case("net-stats-csv-empty", _stats_csv(b""), 1, "ratings.csv"),
     Case("net-corrupt-parquet", _corrupt_parquet, 1, "labels.parquet"),
+    Case("csv-duplicate-column", _csv_bytes(b"key,site,site\nx,A,B\n"), 1,
+         "meta.csv: row 1: column 'site' is given twice (columns 2 and 3)"),
+    Case("csv-nul-byte", _csv_bytes(b"key,site\nx,A\x00B\n"), 1,
+         "meta.csv: row 2, column 'site': a NUL byte"),
+    Case("csv-newline-in-key", _csv_bytes(b'key,site\n"x\ny",A\n'), 1,
+         "meta.csv: row 2, column 'key': 'x\\ny' holds a line break"),
+    Case("csv-key-matches-two-items", _ambiguous_key, 1,
+         "row 2, column 'key': 'a.v1' matches 2 items ('a.v1', 'a')"),
+    Case("csv-from-a-device", lambda d: ["items", "import", str(_media(d)), "--metadata",
+                                         "/dev/zero"], 1, "/dev/zero: not a regular file"),
+    Case("media-newline-in-file-name", _newline_file_name, 1,
+         "'bad\\nname.png': the file name holds a line break"),
+    Case("labels-unknown-item-key", _unknown_label_key, 1,
+         "1 item key(s) not in project 'photos': 'tpyo'; fix the keys"),
+    Case("prompt-template-outside", _prompt_outside, 1,
+         "prompts.user: prompt template '../secret.txt' is outside the project folder"),
+    Case("yaml-alias-bomb", _alias_bomb, 1, "YAML nodes once aliases are expanded"),
+    Case("cannot-tell-is-a-choice",
+         _check(PROJECT_TOML + '[fields.c]\ntype = "single_choice"\nchoices = ["y", "n"]\n'
+                'cannot_tell = "n"\n'), 1, "fields.c.cannot_tell: 'n' is also a choice"),
+    Case("stats-ratings-from-a-device", lambda d: ["stats", "agreement", "/dev/zero"], 1,
+         "/dev/zero: not a regular file"),
+    Case("stats-resamples-over-limit",
+         lambda d: ["stats", "agreement", "/dev/zero", "--resamples", "1000000000"], 2,
+         "1000000000 bootstrap resamples is over the limit of 100000"),
+    Case("verify-malformed-sums-line", _bad_sums, 1,
+         "SHA256SUMS:1: malformed line 'this is not a checksum line'"),
 ]  # fmt: skip
 
 
@@ -370,4 +437,4 @@ def test_bad_input(case: Case, base: Path, tmp_path: Path) -> None:
 
 
 def test_corpus_size() -> None:
-    assert len(CASES) >= 30
+    assert len(CASES) >= 55

@@ -402,6 +402,8 @@ def test_permission_denied_is_one_line_and_changes_nothing(case):
         ws.store.close()
         db = ws.root / "truthline.db"
         if case == "read-only-store":
+            for p in [ws.root, *ws.root.rglob("*")]:  # private by default (issue 27): let
+                p.chmod(p.stat().st_mode | (0o055 if p.is_dir() else 0o044))  # nobody read
             db.chmod(0o444)
             args = ["items", "import", str(top / "clips")]
         else:

@@ -20,6 +20,7 @@ def test_agreement_page_shows_the_stats_numbers(sim_ws, run_app):
         "Coefficients per field",
         "Each annotator vs the majority of the others",
         "Annotator x annotator agreement",
+        "Items the annotators disagree on",
         "Disagreement by taxonomy group",
     ]
     project = sim_ws.project()

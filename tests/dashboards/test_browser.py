@@ -15,6 +15,7 @@ PAGES = [
     ("audit", "Provenance audit", 8, "Flagged (two or more signals): sim-rubber"),
     ("benchmark", "Benchmark", 7, "Leaderboard"),
     ("samples?model=simulated:steel-strong", "Samples", 0, "Raw output"),
+    ("lineage?field=worker_count", "Lineage of a value", 0, "Prefill predictions"),
 ]
 
 

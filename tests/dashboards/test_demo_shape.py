@@ -143,7 +143,8 @@ def test_audit_page_keeps_the_excluded_annotator_visible(demo_ws, run_app):
         rubber.set_index("signal").loc["override_low", "value"]
     )
     quad = _frame(at, "vlm_kappa_point")[0]
-    assert "sim-rubber (excluded)" in set(quad["annotator"])
+    # excluded, and SIMULATED (issue 26: marked in the store, shown beside the name)
+    assert "sim-rubber (excluded) (SIMULATED)" in set(quad["annotator"])
     assert not any("sim-rubber" in e.value for e in at.error)  # no longer "flagged, act"
 
 

@@ -144,6 +144,8 @@ def test_everything_simulated_is_labelled_and_rerun_resumes(demo_run):
     with store.begin() as conn:
         assert all(m.get("simulated") for (m,) in conn.execute(select(t.items.c.meta)))
         assert all(s for (s,) in conn.execute(select(t.predictions.c.simulated)))
+        # issue 26: the annotators came through Label Studio, yet the store marks them
+        assert all(s for (s,) in conn.execute(select(t.annotations.c.simulated)))
         before = conn.execute(select(func.count()).select_from(t.annotations)).scalar_one()
         responses = conn.execute(select(func.count()).select_from(t.responses)).scalar_one()
     again = _demo(root, port, media_port)

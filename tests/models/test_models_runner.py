@@ -62,7 +62,7 @@ CASES = {
     "timeout": (["timeout", "json:" + GOOD], PARSED, None, 2),
     "deadtimeout": (["timeout"], INFRA_MISSING, "timeout", 3),
     "badbody": (["badbody"], INFRA_MISSING, "bad_response", 3),
-    "auth": (["401"], INFRA_MISSING, "http_401", 1),
+    "notfound": (["404"], INFRA_MISSING, "http_404", 1),
     "badreq": (["400"], INFRA_MISSING, "http_400", 1),
 }
 
@@ -206,12 +206,13 @@ def test_identical_requests_each_get_their_answer(stub, tiny, images, store):
     assert sorted(seen) == sorted(persisted) == [0, 1, 2, 3, 4]
 
 
-def test_endpoint_down_or_key_rejected_stops_the_run(stub, tiny, images, store):
-    stub.cases = {"auth": ["401"]}
-    reqs = [req(tiny, images, "auth", i) for i in range(30)]
+def test_endpoint_down_or_wrong_url_stops_the_run(stub, tiny, images, store):
+    """(A rejected key stops at the first call: tests/models/test_key_rejected.py.)"""
+    stub.cases = {"gone": ["404"]}
+    reqs = [req(tiny, images, "gone", i) for i in range(30)]
     for i, r in enumerate(reqs):
         r.user += f" #{i}"
-    with pytest.raises(EndpointFailingError, match=r"5 consecutive failures \(http_401"):
+    with pytest.raises(EndpointFailingError, match=r"5 consecutive failures \(http_404"):
         run_requests(
             store, spec(stub), reqs, concurrency=1, progress=False, policy=FAST, max_failures=5
         )

@@ -71,7 +71,7 @@ def test_prefill_openai_endpoint_fills_the_store(steel_ws, stub):
     spec = f"openai:qwen-vl@{stub.url};alias=qwen-local"
     r = cli(steel_ws, "prefill", "run", "--model", spec, "--limit", "6", "--json")
     assert r.exit_code == 0, r.output
-    data = json.loads(r.output)
+    data = json.loads(r.stdout)  # "sending to HOST" goes to stderr
     assert data["by_status"] == {"parsed": 6} and data["simulated"] is False
     preds = predictions(steel_ws)
     assert len(preds) == 6 and {p["model_version"] for p in preds} == {"qwen-local"}
@@ -91,7 +91,7 @@ def test_models_check_reports_down_endpoint_and_hides_key(monkeypatch, stub):
     stub.cases = {}
     stub.answer = lambda body: '{"ok": true}'
     ok = runner.invoke(app, ["models", "check", f"openai:m@{stub.url}", "--json"])
-    assert ok.exit_code == 0 and json.loads(ok.output)["answer_ok"] is True
+    assert ok.exit_code == 0 and json.loads(ok.stdout)["answer_ok"] is True
     stub.answer = lambda body: "nope"
     from truthline.models._stub import StubServer
 

@@ -145,7 +145,7 @@ def test_night_vision_lifts_a_dim_frame_and_reports_what_it_applied():
     assert raw.mean() < 15 < out.mean()
     assert out[35:65, 72:88].mean() > out[:, :50].mean() + 20  # the figure stands out
     assert applied["auto_gain"] > 100
-    assert len(applied["wb_gains"]) == 3 and applied["denoise"] == "opencv_nlm"
+    assert len(applied["wb_gains"]) == 3 and applied["denoise"] == "opencv_nlm_fast"
     assert raw_applied["pipeline"] == "camera_raw"
     again, _ = isp.night_vision(img, np.random.default_rng(6))
     assert np.array_equal(out, again)

@@ -33,7 +33,10 @@ def assign_arms(
             r.item_id: r.arm
             for r in conn.execute(select(t.c.item_id, t.c.arm).where(t.c.project == project.name))
         }
-    items = [r for r in store.items(project.name) if r["id"] not in have]
+    it = tables.items
+    with store.begin() as conn:  # id and strata only: not every item's every column
+        rows = conn.execute(select(it.c.id, it.c.meta).where(it.c.project == project.name))
+        items = [{"id": r.id, "meta": r.meta} for r in rows if r.id not in have]
     if not items:
         return have
     groups: dict[tuple, list[int]] = {}

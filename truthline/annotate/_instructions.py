@@ -77,9 +77,11 @@ def _entity_item(name: str, ft: Any) -> str:
     _box_name, box, subs = _entity_parts(ft)
     title = _e(field_title(name))
     how = (
-        f"Draw one box per entry of <b>{title}</b>, then select the box to set its values. "
-        "Entries the shown values list without a box appear above the image: draw a box for "
-        "each you can see."
+        f"Draw one box per entry of <b>{title}</b>, then select the box to set its values "
+        "(a box without values is refused; in Label Studio's Settings, &quot;Select region "
+        "after creating it&quot; shows a new box's controls at once). Entries shown pre-filled "
+        "but without a box are small squares in the top-left corner with their values set: "
+        "drag each onto the one it stands for, or delete it if you cannot see them."
         if box is not None
         else f"Each entry of <b>{title}</b> is a small square; select it to set its values."
     )

@@ -61,6 +61,9 @@ class ReadBack:
     values: dict[str, Any]
     origins: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    refused: str | None = None
+    """Why the whole annotation is refused (empty, boxes without values): ``pull`` reports it
+    per task and stores none of its values, so it stays out of statistics and gold."""
 
 
 class ProjectKind:
@@ -180,21 +183,36 @@ class FieldSchemaKind(ProjectKind):
             t["predictions"] = [
                 {
                     "model_version": PREFILL_LABEL,
-                    "result": values_to_results(context, unit.prediction, normalized=True),
+                    # every entity a region, values set: boxless ones as squares to place
+                    "result": values_to_results(
+                        context, unit.prediction, normalized=True, placeholders=True
+                    ),
                 }
             ]
         elif unit.arm == "review":
             t["predictions"] = [
-                {"model_version": f"tier1:{who}", "result": values_to_results(context, vals)}
+                {
+                    "model_version": f"tier1:{who}",
+                    "result": values_to_results(context, vals, placeholders=True),
+                }
                 for who, vals in unit.shown
             ]
         return t
 
     def read(self, context: Any, key: str, annotation: dict[str, Any]) -> ReadBack:
         from truthline.annotate._labelconfig import results_to_values
+        from truthline.annotate._regions import valueless_regions
 
-        conv = results_to_values(context, annotation.get("result") or [])
-        return ReadBack(conv.values, conv.origins, list(conv.problems))
+        results = annotation.get("result") or []
+        conv = results_to_values(context, results)
+        refused = None
+        if not results:
+            refused = "empty annotation (nothing was labelled)"
+        elif bare := valueless_regions(context, results):
+            refused = (
+                "boxes without values (" + ", ".join(bare) + "): select each box and set its values"
+            )
+        return ReadBack(conv.values, conv.origins, list(conv.problems), refused)
 
     def field_names(self, context: Any) -> list[str]:
         return list(context.field_types)

@@ -16,13 +16,19 @@ Mapping (one registry entry per field type, ``@ls_control("type")`` adds one):
 |                 | (``perRegion="true"``)                      |                         |
 
 Control names are field paths with ``.`` written ``__`` (``workers__action``). Label Studio
-ties per-entity controls to a region, so an entity without a box (a prefill that did not
-localize a worker) gets no region: no invented box for annotators to drag. It is listed in a
-note above the image (task data ``<list>__unboxed``, see ``unboxed_note``) with its values,
-and the annotator draws its box if they can see it, as blind annotators do. Annotations
-posted over the API (``placeholders=True``) may still carry a placeholder square in a corner
-slot, which reads back as "no box". A region drawn by the annotator without a key gets the
-key ``ls-<region id>``.
+ties per-entity controls to a region, so every pre-annotated entity arrives as a region with
+its values set (issue 26: annotators never retype values): its box from the VLM or the person
+detector (``_regions``), else a placeholder square in a corner slot that the annotator drags
+onto it (``placeholders=True``; a square left on its slot reads back as "no box"). A note
+above the image (task data ``<list>__unboxed``, see ``unboxed_note``) says how many squares
+there are. A region drawn by the annotator without a key gets the key ``ls-<region id>``.
+
+A new region is not selected in Label Studio 1.23 unless the annotator's browser has
+"Select regions after creating" on (a per-browser setting, local storage
+``labelStudio:settings``; no config attribute or API sets it), so its per-region controls stay
+hidden: the first per-region control of each entity list is ``required`` (Label Studio then
+refuses to submit a region without it, selects that region and shows its controls), and
+``annotate pull`` refuses an annotation whose regions carry no values (``_pull``).
 
 Taxonomy classes show "code name" and store the code via ``alias`` (Label Studio writes the
 alias into results and matches predictions by it); the hint carries group and class text.
@@ -333,9 +339,13 @@ def label_config(project: Any) -> str:
             parts.append(
                 f'<View visibleWhen="region-selected" {_attrs(whenTagName=control_name(name))}>'
             )
+            first = next((s for s in subs if s != getattr(ft.spec, "key", None)), None)
             for sub, st in subs.items():
                 parts.append(f"<Header {_attrs(value=_heading(sub, st), size='6')}/>")
-                parts.append(control_for(st).xml(st, control_name(f"{name}.{sub}"), obj, True))
+                xml = control_for(st).xml(st, control_name(f"{name}.{sub}"), obj, True)
+                if sub == first:  # a region cannot be submitted without it (see above)
+                    xml = _required(xml, control_name(name), field_title(sub))
+                parts.append(xml)
             parts.append("</View>")
             continue
         if ft.name == "region" and media == "video":
@@ -344,6 +354,19 @@ def label_config(project: Any) -> str:
         parts.append(control_for(ft).xml(ft, control_name(name), obj, False))
     parts.append("</View>")
     return "\n".join(parts)
+
+
+def _required(xml: str, list_control: str, title: str) -> str:
+    """A per-region control Label Studio requires on every region of ``list_control``: at
+    submit it selects the first region without a value (its controls appear) and says so."""
+    tag, sep, rest = xml.partition(" ")
+    attrs = _attrs(
+        required="true",
+        requiredMessage=f"{title} is not set for a selected box: set it, or delete the box",
+        visibleWhen="region-selected",
+        whenTagName=list_control,
+    )
+    return f"{tag} {attrs}{sep}{rest}"
 
 
 def field_title(name: str) -> str:
@@ -407,43 +430,29 @@ def task_data(
     return data
 
 
-def _show(ft: FieldType, v: Any) -> str:
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, list):
-        return ", ".join(_show(ft, x) for x in v)
-    tax = ft.taxonomies.get(getattr(ft.spec, "taxonomy", None) or "")
-    cls = next((c for c in tax.classes if c.code == v), None) if tax is not None else None
-    return f"{v} {cls.name}" if cls is not None and cls.name else str(v)
-
-
 def unboxed_note(project: Any, name: str, shown: list[tuple[str, dict]]) -> str:
-    """Text beside the image for the entities of list ``name`` that ``shown`` gives no box.
+    """Text beside the image when ``shown`` names entities of list ``name`` without a box.
 
-    Label Studio ties per-entity controls to a region, so such an entity cannot be pre-filled
-    without inventing a box; it is listed here instead (values as annotators read them), and
-    the annotator draws its box if they can see it, as in the blind arm. Empty when none.
+    Each such entity arrives as a region with its values set, a placeholder square in the
+    top-left corner (Label Studio ties per-entity controls to a region, and an annotator must
+    never retype values): the note says how many there are and what to do with them, never
+    their values. Empty when none.
     """
     ft = project.field_types[name]
-    box_name, _box, subs = _entity_parts(ft)
-    lines = []
-    for who, values in shown:
-        for i, ent in enumerate(values.get(name) or []):
-            if not isinstance(ent, dict) or (box_name and ent.get(box_name)):
-                continue
-            ident = ft.entity_id(ent, i)  # type: ignore[attr-defined]
-            vals = "; ".join(
-                f"{field_title(sub)}: {_show(st, ent[sub])}"
-                for sub, st in subs.items()
-                if ent.get(sub) is not None and sub != getattr(ft.spec, "key", None)
-            )
-            lines.append(f"{who + ': ' if who else ''}{ident}" + (f" ({vals})" if vals else ""))
-    if not lines:
+    box_name, _box, _subs = _entity_parts(ft)
+    n = sum(
+        1
+        for _who, values in shown
+        for ent in values.get(name) or []
+        if isinstance(ent, dict) and box_name and not ent.get(box_name)
+    )
+    if not n:
         return ""
     title = field_title(name)
     return (
-        f"{title} listed without a box (draw a box for each one you can see, then set its "
-        "values; leave out any you cannot see):\n" + "\n".join(lines)
+        f"{title}: {n} pre-annotated without a box, shown as small squares in the top-left "
+        "corner with their values set: drag each onto the one it stands for and correct its "
+        "values, or delete it if you cannot see them."
     )
 
 
@@ -484,9 +493,9 @@ def values_to_results(
     """Field values (top-level names) -> Label Studio result items.
 
     Values are normalized first unless ``normalized`` says they already are (stored values).
-    An entity without a box gets no region (no invented box for annotators to drag; see
-    ``unboxed_note``) unless ``placeholders``: then a placeholder square stands in for it,
-    which reads back as "no box" (annotations posted over the API, never shown to people).
+    An entity without a box gets no region unless ``placeholders``: then a placeholder square
+    in a corner slot stands in for it, values set, which reads back as "no box" unless moved
+    (pre-annotations the annotator places, annotations posted over the API).
     """
     obj = OBJECT_NAME[project.media]
     out: list[dict[str, Any]] = []

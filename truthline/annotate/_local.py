@@ -99,8 +99,11 @@ def serve(
     media_port: int = 8090,
     media_root: Path | None = None,
     progress: bool = True,
+    extra_origins: tuple[str, ...] = (),
+    ls_database: str | None = None,
 ) -> dict[str, Any]:
-    """Start (or reuse) the workspace's Label Studio and media server."""
+    """Start (or reuse) the workspace's Label Studio and media server; ``extra_origins``
+    (the blind instance's URL) may load media too."""
     if media_port == port:
         raise TruthlineError(
             f"--media-port {media_port} is Label Studio's --port too; give them different ports"
@@ -110,7 +113,10 @@ def serve(
             f"--media-root {media_root} is not a folder; give the folder holding the items' media"
         )
     ddir = data_dir(ws)
-    server = LocalServer(ddir, port=port)
+    from truthline.annotate._ls_database import LSDatabase
+
+    db = LSDatabase.parse(ls_database) if ls_database else None  # PostgreSQL: a team's setup
+    server = LocalServer(ddir, port=port, database=db)
     cpath = creds_path(ws)
     creds = Credentials.load(cpath)
     if creds is None:
@@ -131,7 +137,7 @@ def serve(
     state = read_state(ws)
     mpid = int(state.get("media_pid") or 0)
     media_running = bool(mpid) and _pid_alive(mpid)
-    origins = [url]
+    origins = [url, *extra_origins]
     if media_running and (
         state.get("media_root") != str(root)
         or state.get("media_port") != media_port
@@ -183,7 +189,12 @@ def serve(
         "media_server": MEDIA_SERVER_VERSION,
     }
     _state_path(ws).write_text(json.dumps(state, indent=2))
-    return state | {"started": started, "admin": creds.email, "credentials_file": str(cpath)}
+    return state | {
+        "started": started,
+        "admin": creds.email,
+        "credentials_file": str(cpath),
+        "ls_database": server.database.shown if server.database else "sqlite",  # no password
+    }
 
 
 def _stop_pid(pid: int, port: int = 0) -> None:

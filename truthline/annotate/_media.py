@@ -14,6 +14,11 @@ origins get no CORS header. A ``Host`` that is not a loopback name is refused (D
 Single HTTP ranges are answered with 206 (video seeking), unsatisfiable ones with 416, and
 files are sent with ``socket.sendfile`` — never read into memory whole.
 
+Every connection has a read timeout (``read_timeout``, 30 s by default; the command line's
+``--read-timeout`` or ``TRUTHLINE_MEDIA_READ_TIMEOUT``): each connection holds a thread, so
+an idle or stalled client is closed instead of holding one forever. The same timeout bounds
+each write to a client that stopped reading.
+
 The URL of a file is its path relative to the served root (``media_rel``), the same string
 ``push`` puts into the tasks.
 """
@@ -42,6 +47,9 @@ from truthline.store import Store, tables
 
 MEDIA_EXTS = frozenset(IMAGE_EXTS | VIDEO_EXTS)
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
+READ_TIMEOUT = 30.0
+"""Seconds a connection may stay silent (or not read what is sent) before it is closed."""
+READ_TIMEOUT_ENV = "TRUTHLINE_MEDIA_READ_TIMEOUT"
 
 
 def media_url(base: str, rel: str) -> str:
@@ -191,6 +199,11 @@ class _Handler(BaseHTTPRequestHandler):
     server: MediaHTTPServer
     protocol_version = "HTTP/1.1"
 
+    def setup(self) -> None:
+        super().setup()
+        # an idle or stalled connection is closed (handle_one_request catches the timeout)
+        self.connection.settimeout(self.server.read_timeout)
+
     def log_message(self, format: str, *args: object) -> None:  # quiet: paths only in 404s
         pass
 
@@ -282,6 +295,7 @@ class MediaHTTPServer(ThreadingHTTPServer):
 
     ``deny``: folders and files never served even when registered media resolve into them
     (the workspace's secrets, Label Studio's data dir, the store's database files).
+    ``read_timeout``: seconds a connection may stay idle before it is closed.
     """
 
     daemon_threads = True
@@ -294,7 +308,9 @@ class MediaHTTPServer(ThreadingHTTPServer):
         origins: Sequence[str],
         port: int = 0,
         deny: Iterable[Path] = (),
+        read_timeout: float = READ_TIMEOUT,
     ):
+        self.read_timeout = check_read_timeout(read_timeout)
         self.root = Path(os.path.realpath(root))
         self.index = MediaIndex(store, self.root)
         self.origins = allowed_origins(origins)
@@ -303,10 +319,23 @@ class MediaHTTPServer(ThreadingHTTPServer):
 
     @classmethod
     def for_workspace(
-        cls, ws: Any, root: Path, *, origins: Sequence[str], port: int = 0
+        cls,
+        ws: Any,
+        root: Path,
+        *,
+        origins: Sequence[str],
+        port: int = 0,
+        read_timeout: float = READ_TIMEOUT,
     ) -> MediaHTTPServer:
         """A server for a workspace: its store, with its secrets and databases denied."""
-        return cls(ws.store, root, origins=origins, port=port, deny=workspace_deny(ws))
+        return cls(
+            ws.store,
+            root,
+            origins=origins,
+            port=port,
+            deny=workspace_deny(ws),
+            read_timeout=read_timeout,
+        )
 
     @property
     def url(self) -> str:
@@ -339,16 +368,40 @@ class MediaHTTPServer(ThreadingHTTPServer):
         return fh
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        """A browser that stops reading mid-video is normal; anything else is logged."""
+        """A browser that stops reading mid-video (or stalls past the timeout) is normal;
+        anything else is logged."""
         import sys
 
-        if isinstance(sys.exc_info()[1], ConnectionError):
+        if isinstance(sys.exc_info()[1], ConnectionError | TimeoutError):
             return
         super().handle_error(request, client_address)
 
     def start_thread(self) -> MediaHTTPServer:
         threading.Thread(target=self.serve_forever, daemon=True).start()
         return self
+
+
+def check_read_timeout(value: Any, what: str = "read_timeout") -> float:
+    """A positive, finite number of seconds; else a one-line error naming ``what``."""
+    import math
+
+    from truthline.errors import TruthlineError
+
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if isinstance(value, bool) or not math.isfinite(seconds) or seconds <= 0:
+        raise TruthlineError(
+            f"{what}: {value!r} is not a positive number of seconds; give one, e.g. 30"
+        )
+    return seconds
+
+
+def _default_read_timeout() -> float:
+    """``TRUTHLINE_MEDIA_READ_TIMEOUT`` when set, else ``READ_TIMEOUT``."""
+    raw = os.environ.get(READ_TIMEOUT_ENV, "").strip()
+    return check_read_timeout(raw, READ_TIMEOUT_ENV) if raw else READ_TIMEOUT
 
 
 def workspace_deny(ws: Any) -> list[Path]:
@@ -377,10 +430,24 @@ def main(argv: list[str] | None = None) -> int:
         "--origin", required=True, action="append", help="Label Studio URL (repeatable)"
     )
     ap.add_argument("--port", type=int, default=8090)
+    ap.add_argument(
+        "--read-timeout",
+        type=float,
+        default=None,
+        help=f"seconds an idle connection is kept (default {READ_TIMEOUT:g}, or {READ_TIMEOUT_ENV})",
+    )
     args = ap.parse_args(argv)
+    os.umask(0o077)  # whatever it may write is private, whoever started it
     try:
+        timeout = (
+            _default_read_timeout()
+            if args.read_timeout is None
+            else check_read_timeout(args.read_timeout, "--read-timeout")
+        )
         ws = Workspace.from_env(args.workspace)
-        srv = MediaHTTPServer.for_workspace(ws, args.root, origins=args.origin, port=args.port)
+        srv = MediaHTTPServer.for_workspace(
+            ws, args.root, origins=args.origin, port=args.port, read_timeout=timeout
+        )
     except (TruthlineError, OSError) as exc:
         print(f"error: {exc}")
         return 1

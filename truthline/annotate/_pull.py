@@ -19,6 +19,11 @@ Annotations are read back by the project's kind (``_kinds``; the loop's: ``field
 ``pull_units`` is the same pull for a system's kind: one row per value the kind reads, the
 same history, deletions and foreign-task report, and an exposure per annotator with what
 the task showed (``ls_tasks.shown``: e.g. the earlier annotation PhysAlign's pass 4 shows).
+
+Every blind task is checked for what breaks blindness (``_violations``: a prediction on the
+task, a label made from one, an annotator who saw the item in another arm); each breach is
+reported as an exposure violation and kept in ``exposure_violations``. Blind projects are
+pulled last, so the other arms' exposures of the same pull are known by then.
 """
 
 from __future__ import annotations
@@ -31,9 +36,17 @@ from urllib.parse import urlsplit
 
 from sqlalchemy import select
 
+from truthline._names import annotator_problem
 from truthline.annotate._client import LabelStudioError, LSClient, item_id_of
 from truthline.annotate._kinds import FIELD_SCHEMA, ProjectKind, ReadBack, Scope, get_kind
 from truthline.annotate._push import _upsert_exposures, ls_project_row
+from truthline.annotate._regions import with_placed_boxes
+from truthline.annotate._violations import (
+    Violation,
+    record_violations,
+    seen_in_other_arms,
+    task_violations,
+)
 from truthline.errors import TruthlineError
 from truthline.project import ItemLayer, item_layer, layer_check
 from truthline.store import Store, now, tables
@@ -56,7 +69,14 @@ class PullReport:
     missing_projects: list[dict[str, Any]] = field(default_factory=list)
     """Label Studio projects that no longer exist on the server: skipped."""
     problems: list[str] = field(default_factory=list)
+    refused: list[dict[str, Any]] = field(default_factory=list)
+    """Annotations not stored (empty, boxes without values), one per annotation with its
+    task and the reason; each is in ``problems`` too."""
     layer_issues: list[dict[str, Any]] = field(default_factory=list)
+    exposure_violations: list[dict[str, Any]] = field(default_factory=list)
+    """Breaches of blindness found on blind tasks (``_violations``): a prediction on the
+    task, an annotation made from one, an annotator who saw the item in another arm; each
+    is in ``problems`` too and kept in the store's ``exposure_violations``."""
     """Annotations at odds with their item's layer (``[layers]``), one per annotation:
     out-of-layer values (kept, left out of gold and agreement) and missing required
     per-entity values; each is in ``problems`` too."""
@@ -116,7 +136,8 @@ def pull(store: Store, project: Any, client: LSClient, *, progress: bool = True)
 
     with Progress(disable=not progress, transient=True) as bar:
         ptask = bar.add_task("pulling", total=len(lsp))
-        for row in lsp:
+        # blind projects last: the other arms' exposures of this pull are known by then
+        for row in sorted(lsp, key=lambda r: r.arm == "blind"):
             t0 = time.perf_counter()
             try:
                 tasks = client.snapshot_export(row.ls_project_id)
@@ -216,6 +237,7 @@ class _ProjectPull:
         self.stored_at = now()
         self.present: set[str] = set()  # source ids of every annotation in the export
         self.restored_sids: list[str] = []
+        self.violations: list[Violation] = []
 
     def run(self, tasks: list[dict]) -> dict[str, int]:
         self._read_state()
@@ -290,6 +312,10 @@ class _ProjectPull:
                     )
                 }
 
+        # the loop's blind arm is checked for breaches of blindness (``_violations``)
+        self.check_blind = self.arm == "blind" and self.kind.name == FIELD_SCHEMA
+        self.seen_elsewhere = seen_in_other_arms(self.store, name) if self.check_blind else {}
+
     def _item_layers(self, conn: Any) -> dict[int, ItemLayer]:
         """Item -> its layer, for a loop project declaring ``[layers]`` (else empty)."""
         if self.kind.name != FIELD_SCHEMA or getattr(self.context, "layers", None) is None:
@@ -348,8 +374,25 @@ class _ProjectPull:
             return
         shown = self.preds.get(tm.prediction_id) if tm and tm.prediction_id else None
         also = tm.shown if tm is not None else None
+        if self.check_blind:
+            self._check_blind(task, int(item_id))
         for ann in task.get("annotations", []):
             self._annotation(tid, int(item_id), shown, ann, also)
+
+    def _check_blind(self, task: dict, item_id: int) -> None:
+        """Report what breaks blindness on a blind task (kept in ``exposure_violations``)."""
+        found = task_violations(
+            task,
+            ls_project_id=self.pid,
+            item_id=item_id,
+            source_of=lambda aid: source_id(self.client.url, self.pid, aid),
+            annotator_of=self._annotator,
+            seen_elsewhere=self.seen_elsewhere.get(item_id, {}),
+        )
+        for v in found:
+            self.violations.append(v)
+            self.rep.exposure_violations.append(v.as_dict())
+            self.rep.problems.append(v.describe())
 
     def _annotator(self, ann: dict) -> str:
         who = ann.get("completed_by")
@@ -370,6 +413,10 @@ class _ProjectPull:
         pid, fields = self.pid, self.fields
         aid = int(ann["id"])
         annotator = self._annotator(ann)
+        bad_who = annotator_problem(annotator)
+        if bad_who is not None:  # an account name too long or with control characters
+            self._refuse(tid, item_id, aid, f"{annotator[:40]!r}", bad_who)
+            return
         cancelled = bool(ann.get("was_cancelled"))
         if cancelled:
             values: dict[str, Any] = dict.fromkeys(fields)
@@ -377,6 +424,9 @@ class _ProjectPull:
             self.rep.skipped_annotations += 1
         else:
             conv = self._read(tid, item_id, aid, ann)
+            if conv.refused:  # none of it stored: an earlier version is marked deleted
+                self._refuse(tid, item_id, aid, annotator, conv.refused)
+                return
             for p in conv.problems:
                 self.rep.problems.append(
                     f"Label Studio project {pid}, task {tid}, annotation {aid}: {p} (skipped)"
@@ -405,13 +455,17 @@ class _ProjectPull:
             "source_updated_at": _ts(ann.get("updated_at")),
         }
         changed_any = restored = False
+        # the prediction as the task showed it: with the detector boxes push placed
+        as_shown = (
+            with_placed_boxes(self.context, shown.values or {}, also) if shown is not None else {}
+        )
         lay = self.layers.get(item_id)
         out_of_layer = lay.out_of_layer if lay is not None else ()  # the task did not show them
         for name in fields:
             val = values.get(name)
             kept = None
             if shown is not None and not cancelled and name not in out_of_layer:
-                kept = self.kind.kept(self.context, name, val, (shown.values or {}).get(name))
+                kept = self.kind.kept(self.context, name, val, as_shown.get(name))
             row = base | {
                 "field_path": name,
                 "value": val,
@@ -450,6 +504,26 @@ class _ProjectPull:
                 "ls_project_id": pid,
                 "shown": also,
             }
+        )
+
+    def _refuse(self, tid: int, item_id: int, aid: int, annotator: str, why: str) -> None:
+        """An annotation that cannot count (empty, boxes without values): reported per task,
+        none of it stored; an earlier stored version is marked deleted (not in the export's
+        current annotations), so it leaves statistics and gold too."""
+        self.present.discard(source_id(self.client.url, self.pid, aid))
+        self.rep.refused.append(
+            {
+                "ls_project_id": self.pid,
+                "ls_task_id": tid,
+                "ls_annotation_id": aid,
+                "item_id": item_id,
+                "annotator": annotator,
+                "reason": why,
+            }
+        )
+        self.rep.problems.append(
+            f"Label Studio project {self.pid}, task {tid}, annotation {aid} by {annotator}: "
+            f"refused, {why}; not stored (kept out of statistics and gold)"
         )
 
     def _field_update(self, old: Any, row: dict[str, Any]) -> bool:
@@ -519,6 +593,7 @@ class _ProjectPull:
                 if hist:
                     conn.execute(h.insert().values(**hist))
                 conn.execute(a.update().where(a.c.id == rid).values(**new))
+            record_violations(conn, self.scope, self.client.url, self.violations, stored_at)
             if self.exposures:
                 _upsert_exposures(conn, self.exposures, stored_at)
 

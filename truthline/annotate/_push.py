@@ -5,7 +5,9 @@ cohort of annotators, where assignment matters) gets its own project with the sa
 config. Predictions go ONLY into anchored projects (inline with the tasks, 500 per request,
 ``model_version`` the neutral ``PREFILL_LABEL``: annotators never see the model's name, the
 store keeps it per task and exposure); the blind project never holds one. Review projects show each tier-1
-annotation of an item as a prediction (one per annotator) for a tier-2 expert.
+annotation of an item as a prediction (one per annotator, under a pseudonym such as
+"annotator A": ``_pseudonyms``) for a tier-2 expert. Gold-standard items (known answers,
+``_gold_standard``) are mixed into blind and anchored queues at ``[audit] gold_standard_rate``.
 
 Idempotent: a task carries our ``item_id`` in its data; before importing, the project's tasks
 are listed from the server, so a push interrupted after the server stored a batch (but
@@ -34,15 +36,20 @@ from sqlalchemy import select
 
 from truthline.annotate._assign import assign_arms
 from truthline.annotate._client import LabelStudioError, LSClient
+from truthline.annotate._gold_standard import known_answers, mix_in
 from truthline.annotate._instructions import PREFILL_LABEL, instructions
 from truthline.annotate._kinds import FIELD_SCHEMA, FieldUnit, ProjectKind, Scope, get_kind
 from truthline.annotate._media import item_prefix, media_rel, media_url
+from truthline.annotate._pseudonyms import pseudonyms
+from truthline.annotate._regions import place_entities, shown_entry
 from truthline.errors import TruthlineError
 from truthline.project import item_layer
 from truthline.store import Store, json_hash, now, tables
 from truthline.vocab import PUSH_ARMS, Arm
 
 BATCH = 500
+FIRST_BATCH = 50
+"""The first request's size: the server starts importing after 50 tasks are built, not 500."""
 ARMS = PUSH_ARMS  # the arms a push creates (truthline.vocab)
 
 
@@ -284,7 +291,7 @@ def push(
             "blind": project.audit.blind_overlap,
             "anchored": project.audit.anchored_overlap,
         }.get(arm, 1)
-    items = {r["id"]: r for r in store.items(project.name)}
+    items = _task_items(store, project.name)
     if not items:
         raise TruthlineError(f"project {project.name!r} has no items; run `truthline items import`")
     preds: dict[int, Any] = {}
@@ -292,10 +299,19 @@ def push(
     seed = project.audit.seed if seed is None else seed
     if arm == "review":
         review_preds = _tier1_values(store, project)
+        # the adjudicator sees "annotator A", not an email (the mapping stays in the store)
+        names = pseudonyms(store, project.name, {w for v in review_preds.values() for w, _ in v})
+        review_preds = {
+            i: sorted(((names[w], v) for w, v in anns), key=lambda x: x[0])
+            for i, anns in review_preds.items()
+        }
         chosen = sorted(review_preds)
     else:
         arms = assign_arms(store, project, split=split, seed=seed)
         chosen = sorted(i for i, a in arms.items() if a == arm and i in items)
+        if project.audit.gold_standard_rate > 0:  # known answers mixed in, unmarked
+            gold = set(known_answers(store, project.name)) & set(items)
+            chosen = mix_in(chosen, gold, project.audit.gold_standard_rate, seed)
     if arm == "anchored":
         model_version, preds = _predictions(store, project.name, model_version)
     ls_pid, title = ensure_ls_project(client, store, project, arm, cohort=cohort, overlap=overlap)
@@ -340,6 +356,19 @@ def push(
     if arm == "anchored" and (job.rep.created or job.rep.existing):
         _show_prefill(client, ls_pid, job.rep)
     return job.rep
+
+
+def _task_items(store: Store, project: str) -> dict[int, dict[str, Any]]:
+    """Item id -> the columns a task is built from, not ``Store.items``' every column: its
+    JSON (``sim_truth`` above all) is decoded before the first import can start."""
+    t = tables.items
+    with store.begin() as conn:
+        rows = conn.execute(
+            select(t.c.id, t.c.key, t.c.media, t.c.media_root, t.c.meta)
+            .where(t.c.project == project)
+            .order_by(t.c.id)
+        )
+        return {int(r.id): dict(r._mapping) for r in rows}
 
 
 def _check_push_args(
@@ -401,6 +430,9 @@ class _PushJob:
     rep: PushReport
     weights: dict[int, float] = field(default_factory=dict)
     kind: ProjectKind = field(default_factory=lambda: get_kind(FIELD_SCHEMA))
+    placed: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    """Anchored: item -> what its task shows besides the prediction (where each entity's
+    region came from, ``_regions``), recorded with the task and its exposures."""
 
     def recover(self) -> dict[int, int]:
         """What the server already holds (item -> task id); records tasks of a batch the
@@ -438,7 +470,11 @@ class _PushJob:
             shown: list[tuple[str, dict]] = []
             prediction = None
             if self.arm == "anchored":
-                prediction = self.preds[i].values
+                # boxless entities get the detector's person boxes where it found them
+                prediction, matches = place_entities(
+                    self.project, self.preds[i].values, it.get("meta")
+                )
+                self.placed[i] = [shown_entry(matches)] if matches else []
                 shown = [("", prediction)]
             elif self.arm == "review":
                 shown = list(self.review_preds[i])
@@ -463,6 +499,7 @@ class _PushJob:
                     "ls_task_id": int(tid),
                     "prediction_id": pr.id if pr is not None else None,
                     "sample_weight": self.weights.get(i),
+                    "shown": self.placed.get(i) or None,
                 }
             )
             for who in self.annotators:
@@ -476,6 +513,7 @@ class _PushJob:
                         "model_version": self.model_version if pr is not None else None,
                         "prompt_hash": pr.prompt_hash if pr is not None else None,
                         "ls_project_id": self.ls_pid,
+                        "shown": self.placed.get(i) or None,
                     }
                 )
         _record(self.store, self.client, self.ls_pid, rows, exps)
@@ -483,26 +521,30 @@ class _PushJob:
         self.rep.predictions += int(resp.get("prediction_count") or 0)
 
     def send(self, todo: list[int], batch: int, progress: bool) -> None:
+        """Import ``todo`` in batches (the first one small, so the server starts at once)."""
         from rich.progress import Progress
 
-        chunks = [todo[s : s + batch] for s in range(0, len(todo), batch)]
+        first = min(batch, FIRST_BATCH) if len(todo) > batch else batch
+        chunks = [todo[:first]] + [todo[s : s + batch] for s in range(first, len(todo), batch)]
+        chunks = [c for c in chunks if c]
         with (
             Progress(disable=not progress, transient=True) as bar,
             ThreadPoolExecutor(max_workers=1) as pool,
         ):
             task = bar.add_task(f"pushing {self.arm} tasks", total=len(todo))
-            # pipelined: the next batch is built while the server imports the current one;
-            # one request at a time, each batch recorded as soon as the server confirms it
-            nxt = self.build(chunks[0]) if chunks else []
+            # pipelined: the next batch is built while the server imports the current one,
+            # and a confirmed batch is recorded while the server imports the next (one request
+            # at a time; a batch the server stored but we did not record is ``recover``ed)
+            if not chunks:
+                return
+            path = f"/api/projects/{self.ls_pid}/import"
+            fut = pool.submit(self.client.post, path, self.build(chunks[0]), return_task_ids="true")
             for k, chunk in enumerate(chunks):
-                fut = pool.submit(
-                    self.client.post,
-                    f"/api/projects/{self.ls_pid}/import",
-                    nxt,
-                    return_task_ids="true",
-                )
-                nxt = self.build(chunks[k + 1]) if k + 1 < len(chunks) else []
-                self.record(chunk, fut.result())
+                nxt = self.build(chunks[k + 1]) if k + 1 < len(chunks) else None
+                resp = fut.result()
+                if nxt is not None:
+                    fut = pool.submit(self.client.post, path, nxt, return_task_ids="true")
+                self.record(chunk, resp)
                 bar.advance(task, len(chunk))
 
 

@@ -24,6 +24,9 @@ from typing import Any
 
 import httpx
 
+from truthline.annotate._ls_database import DB_ENV_PREFIXES, LSDatabase
+from truthline.annotate._ls_database import record as record_database
+from truthline.annotate._ls_database import resolve as resolve_database
 from truthline.errors import TruthlineError
 
 ADMIN_EMAIL = "admin@truthline.local"
@@ -78,9 +81,13 @@ def write_secret(path: Path, text: str) -> None:
     path.chmod(0o600)
 
 
-def server_env(data_dir: Path, creds: Credentials) -> dict[str, str]:
-    """Environment that keeps Label Studio offline, headless and non-interactive."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LABEL_STUDIO_", "DJANGO"))}
+def server_env(
+    data_dir: Path, creds: Credentials, database: LSDatabase | None = None
+) -> dict[str, str]:
+    """Environment that keeps Label Studio offline, headless and non-interactive; its
+    database is SQLite in ``data_dir`` unless ``database`` names a PostgreSQL one."""
+    drop = ("LABEL_STUDIO_", "DJANGO", *DB_ENV_PREFIXES)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
     env.update(
         LABEL_STUDIO_BASE_DATA_DIR=str(data_dir),
         LABEL_STUDIO_USERNAME=creds.email,
@@ -95,7 +102,64 @@ def server_env(data_dir: Path, creds: Credentials) -> dict[str, str]:
         LOG_LEVEL="WARNING",
         PYTHONUNBUFFERED="1",
     )
+    if database is not None:
+        env.update(database.env())
     return env
+
+
+PRIVATE_UMASK = 0o077
+"""The started server's umask: what it creates (database, uploads, exports) is 0600/0700."""
+
+_SITECUSTOMIZE = """# written by truthline at every start (truthline.annotate._server): Django's storage
+# chmods each file it saves (exports, uploads) to FILE_UPLOAD_PERMISSIONS, 0o644 by default,
+# whatever the umask; Label Studio sets none, so the default is made private here
+try:
+    import django.conf.global_settings as _defaults
+except ImportError:
+    pass
+else:
+    _defaults.FILE_UPLOAD_PERMISSIONS = 0o600
+    _defaults.FILE_UPLOAD_DIRECTORY_PERMISSIONS = 0o700
+"""
+
+
+def private_files_env(data_dir: Path) -> dict[str, str]:
+    """Environment under which the files Label Studio saves through Django are 0600 in 0700
+    folders: a ``sitecustomize`` (in ``<data_dir>/.truthline/``, first on PYTHONPATH)
+    changes Django's default file modes before Label Studio's settings load."""
+    folder = data_dir / ".truthline"
+    write_secret(folder / "sitecustomize.py", _SITECUSTOMIZE)
+    folder.chmod(0o700)
+    path = os.environ.get("PYTHONPATH", "")
+    return {"PYTHONPATH": str(folder) + (os.pathsep + path if path else "")}
+
+
+def sqlite_wal(db: Path) -> None:
+    """Put Label Studio's SQLite database in WAL mode (kept in the file; created 0600 if new).
+
+    In SQLite's default rollback-journal mode a pull's export (a long read) blocks every
+    write; Label Studio's ``DatabaseIsLockedRetryMiddleware`` then re-runs a POST whose
+    annotation was already committed before a later write of the same request hit "database
+    is locked", so one POST answered 201 can leave two annotations (issue 27: 306 for 300
+    posted while pulls ran). With WAL readers never block the writer."""
+    import sqlite3
+
+    if not db.exists():
+        os.close(os.open(db, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    with contextlib.closing(sqlite3.connect(db, timeout=30)) as conn:
+        mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+    if str(mode).lower() != "wal":
+        raise TruthlineError(
+            f"cannot put Label Studio's database {db} in WAL mode (SQLite answered {mode!r}); "
+            "is it on a network file system? Keep the data dir on a local disk"
+        )
+
+
+def _make_private(tree: Path) -> None:
+    """Strip group/other bits under ``tree`` (links not followed), see ``make_private``."""
+    from truthline.workspace import make_private
+
+    make_private(tree)
 
 
 def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
@@ -142,6 +206,9 @@ class LocalServer:
     data_dir: Path
     port: int = 8080
     venv: Path | None = None
+    database: LSDatabase | None = None
+    """PostgreSQL for Label Studio's data (a team's setup); None: the data dir's record
+    (``_ls_database``), else SQLite in the data dir."""
 
     @property
     def url(self) -> str:
@@ -177,6 +244,7 @@ class LocalServer:
         """Start (or reuse) the server; returns ``(url, started)``. Blocks until ``/health``."""
         from truthline.annotate.server_env import ensure_venv, label_studio_command
 
+        self.database = resolve_database(self.data_dir, self.database)
         pid = self.pid()
         if pid is not None:
             port = self.running_port() or self.port
@@ -195,10 +263,18 @@ class LocalServer:
                 f"silently move to another port. Free it or pass --port N"
             )
         venv = ensure_venv(self.venv, progress=progress)
-        fresh = not (self.data_dir / "label_studio.sqlite3").exists()
+        if self.database is not None:
+            self.database.ensure_exists()
+            fresh = self.database.migrations_applied() == 0
+            record_database(self.data_dir, self.database)
+        else:
+            fresh = not (self.data_dir / "label_studio.sqlite3").exists()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.data_dir.chmod(0o700)
-        log = self.log_file.open("ab")
+        _make_private(self.data_dir)  # a copied template or an older start left 0644 files
+        if self.database is None:
+            sqlite_wal(self.data_dir / "label_studio.sqlite3")
+        log = os.fdopen(os.open(self.log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab")
         cmd = [
             *label_studio_command(venv),  # bin/python -m label_studio.server: no shebang
             "start",
@@ -212,15 +288,16 @@ class LocalServer:
         ]
         proc = subprocess.Popen(
             cmd,
-            env=server_env(self.data_dir, creds),
+            env=server_env(self.data_dir, creds, self.database) | private_files_env(self.data_dir),
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
             cwd=self.data_dir,
+            umask=PRIVATE_UMASK,  # its SQLite file holds the admin token: 0600, whoever starts it
         )
         log.close()
-        self.pid_file.write_text(f"{proc.pid} {self.port}\n")
+        write_secret(self.pid_file, f"{proc.pid} {self.port}\n")
         self._log_offset = 0
         self._wait(proc.pid, progress, timeout, fresh=fresh)
         return self.url, True
@@ -242,7 +319,21 @@ class LocalServer:
             transient=True,
         ) as bar:
             task = bar.add_task(what)
+            # without a terminal the spinner draws nothing: a line now and every 30 s, so a
+            # first start piped to a file (or `| tee`) is not 2 silent minutes
+            plain = progress and not bar.console.is_terminal
+            said = t0
+            if plain:
+                bar.console.print(what, markup=False, highlight=False)
             while time.monotonic() - t0 < timeout:
+                if plain and fresh and time.monotonic() - said >= 30:
+                    said = time.monotonic()
+                    bar.console.print(
+                        f"  {self.migrations_applied()} of ~400 migrations applied "
+                        f"({int(said - t0)} s)",
+                        markup=False,
+                        highlight=False,
+                    )
                 if not _pid_alive(pid):
                     raise TruthlineError(
                         f"Label Studio exited during start-up; see {self.log_file}:\n{self.log_tail()}"
@@ -271,6 +362,9 @@ class LocalServer:
     def migrations_applied(self) -> int:
         """Rows in Django's migration table (Label Studio runs ``migrate`` with verbosity 0)."""
         import sqlite3
+
+        if self.database is not None:
+            return self.database.migrations_applied()
 
         db = self.data_dir / "label_studio.sqlite3"
         if not db.is_file():

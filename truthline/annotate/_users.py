@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 
+from truthline._names import MAX_ANNOTATOR, annotator_problem
 from truthline.annotate._client import LSClient
 from truthline.annotate._labelconfig import values_to_results
 from truthline.annotate._server import write_secret
@@ -51,7 +52,9 @@ def check_emails(emails: list[str]) -> list[str]:
     if not emails:
         raise TruthlineError("give at least one annotator email")
     for email in emails:
-        if not EMAIL.fullmatch(email) or len(email) > 254:
+        if len(email) > MAX_ANNOTATOR:  # pull refuses an annotator id longer than that
+            raise TruthlineError(f"{annotator_problem(email)}; no account was created")
+        if not EMAIL.fullmatch(email):
             raise TruthlineError(
                 f"{email!r} is not an email address (name@example.com); no account was created"
             )

@@ -15,6 +15,8 @@ from truthline.audit import _metrics as M
 from truthline.audit._boot import Boot, Est
 from truthline.audit._data import REVIEW_ARMS, AuditData, flatten_values, load
 from truthline.audit._gold import GoldPolicy, decide
+from truthline.audit._gold_standard import accuracy as gold_accuracy
+from truthline.audit._gold_standard import exposure_violations
 from truthline.audit._results import (
     AnnotatorSignals,
     OverrideLow,
@@ -26,7 +28,7 @@ from truthline.audit._results import (
 )
 from truthline.errors import TruthlineError
 from truthline.project import Project
-from truthline.store import Store
+from truthline.store import Store, simulated_annotators
 
 
 @dataclass
@@ -45,6 +47,9 @@ class AuditResult:
     """Active exclusion decisions: annotator -> reason, decided_by, decided_at (ISO).
     Excluded annotators keep their per-annotator rows and their ``signals`` entry (marked
     ``excluded``); they are left out of gold and of every team figure."""
+    simulated_annotators: list[str] = field(default_factory=list)
+    """Annotators the store marks SIMULATED (``annotations.simulated``): every
+    per-annotator table shows "SIMULATED" beside them."""
 
     def __getitem__(self, key: str) -> Any:
         return self.sections[key]
@@ -64,6 +69,7 @@ class AuditResult:
                 "signals": self.signals,
                 "exclusions": self.exclusions,
                 "excluded_annotators": self.excluded_annotators,
+                "simulated_annotators": self.simulated_annotators,
                 "before_after": self.before_after,
                 "warnings": self.warnings,
             }
@@ -237,6 +243,14 @@ def run_audit(
     warnings: list[str] = []
     if data.model_version is None:
         warnings.append("no predictions in the store: override and direction need a prefill")
+    breached = exposure_violations(store, project.name)
+    if breached:
+        warnings.append(
+            f"{breached} blind label(s) have exposure violations found by `truthline annotate "
+            "pull` (a prediction on the blind task, a label made from one, or an annotator who "
+            "saw the item in another arm): they are not blind; see the store's "
+            "exposure_violations table"
+        )
     boot = Boot(data.clusters, B, sd)
     if gradient_model is None:
         gradient_model = default_gradient_model(
@@ -287,6 +301,8 @@ def run_audit(
         )
     sections = _to_ci(raw, boot)
     sections["gradient"] = ProvenanceGradient.from_section(sections["gradient"])
+    # beside the signals, not one of them: each annotator's accuracy on known answers
+    sections["gold_standard"] = {a: x.as_dict() for a, x in gold_accuracy(store, project).items()}
     counts = _counts(data, excluded)
     settings = {
         "resamples": B,
@@ -313,6 +329,7 @@ def run_audit(
         before_after=before_after,
         warnings=warnings,
         excluded_annotators=_exclusion_records(store, project.name, data.exclusions),
+        simulated_annotators=simulated_annotators(store, project.name),
     )
 
 

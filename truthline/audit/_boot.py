@@ -46,6 +46,27 @@ Stat = Callable[[np.ndarray], np.ndarray]
 """Statistic of item multiplicities over an estimate's covered items (B x len(cov))."""
 
 
+WIDEN_CELLS = 2_000_000
+"""Cells of the byte resample matrix widened to float64 at a time (16 MB)."""
+
+DENSE_KAPPA_COLUMNS = 64
+"""A kappa's per-cluster sums with at most this many columns (2 + 2 x categories) are
+multiplied dense; a pooled kappa over many field-qualified codes stays sparse."""
+
+
+def _kappa_sums(
+    rows: np.ndarray, agree: np.ndarray, ca: np.ndarray, cb: np.ndarray, k: int, n: int
+) -> Any:
+    """``kappa_unit_sums`` as a sparse (n x 2+2k) matrix: [agree, n, margin_a, margin_b]."""
+    from scipy import sparse
+
+    m = len(rows)
+    r = np.concatenate([rows, rows, rows, rows])
+    c = np.concatenate([np.zeros(m, np.int64), np.ones(m, np.int64), 2 + ca, 2 + k + cb])
+    v = np.concatenate([np.asarray(agree, dtype=float), np.ones(3 * m)])
+    return sparse.csr_matrix((v, (r, c)), shape=(n, 2 + 2 * k))
+
+
 class Est:
     """A point estimate with its bootstrap replicates (kept so differences can be formed).
 
@@ -147,7 +168,8 @@ class Boot:
         # Resampling clusters as units draws the same matrix ``stats.draw`` would with
         # ``clusters=`` (same codes, same random stream), but sums are taken per cluster
         # first, so every product is (resamples x clusters) instead of (resamples x items).
-        self.W = draw(self.nc, resamples, seed).astype(np.float64)
+        # one byte per (resample, cluster); products widen a few rows at a time (``_times``)
+        self.W = draw(self.nc, resamples, seed, dtype=np.uint8)
         self.scheme = "cluster" if self.clustered else "item"
         self._queue: list[tuple[np.ndarray, np.ndarray, Est]] = []
         # queued sums are bounded to ~4 MB whatever the number of clusters
@@ -163,12 +185,24 @@ class Boot:
             for j, (num, den, _) in enumerate(chunk):
                 M[:, 2 * j] = num
                 M[:, 2 * j + 1] = den
-            R = self.W @ M
+            R = self._times(M)
             with np.errstate(invalid="ignore", divide="ignore"):
                 ratios = R[:, 0::2] / R[:, 1::2]
             for j, (_, _, est) in enumerate(chunk):
                 est._boot = ratios[:, j].copy()
         return np.empty(0)
+
+    def _times(self, M: Any, cols: np.ndarray | None = None) -> np.ndarray:
+        """``W @ M`` (``W[:, cols] @ M`` with ``cols``), dense or sparse ``M``, widening W
+        to floats in row chunks of ~2 M cells: memory stays at one byte per cell of W."""
+        width = self.nc if cols is None else len(cols)
+        out = np.empty((self.resamples, M.shape[1]))
+        step = max(1, WIDEN_CELLS // max(width, 1))
+        for lo in range(0, self.resamples, step):
+            rows = self.W[lo : lo + step]
+            Wf = (rows if cols is None else rows[:, cols]).astype(np.float64)
+            out[lo : lo + step] = Wf @ M
+        return out
 
     def _agg(self, vec: np.ndarray) -> np.ndarray:
         return np.bincount(self.cluster_of, weights=vec, minlength=self.nc)
@@ -188,7 +222,7 @@ class Boot:
     def _wilson(self, cov: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
         """Wilson interval of a count proportion, adjusted for its clusters (items when the
         items are the units); a single unit still gets the plain Wilson interval."""
-        labels = list(self.cluster_of[cov]) if self.clustered else list(cov)
+        labels = self.cluster_of[cov] if self.clustered else cov  # int codes: grouped in O(n)
         w = proportion_ci(a, b, clusters=labels)
         if not np.isfinite(w.low) and not self.clustered:
             w = proportion_ci(float(a.sum()), float(b.sum()))
@@ -261,9 +295,14 @@ class Boot:
             w = codes.weights(present)
         else:
             ca, cb, k = kappa_codes(a, b)
-        F = kappa_unit_sums(self.cluster_of[units], agree, ca, cb, k, self.nc)
-        point = float(kappa_from_sums(F.sum(axis=0), k, w)[0])
-        boot = kappa_from_sums(self.W @ F, k, w) if self.resamples else np.empty(0)
+        # per covered cluster, sparse: memory and work O(decisions), not clusters x codes
+        ucl, pos = np.unique(self.cluster_of[units], return_inverse=True)
+        F = _kappa_sums(pos.ravel(), agree, ca, cb, k, len(ucl))
+        if F.shape[1] <= DENSE_KAPPA_COLUMNS:  # few categories: a dense product is faster
+            F = F.toarray()
+        point = float(kappa_from_sums(np.asarray(F.sum(axis=0)), k, w)[0])
+        cols = None if len(ucl) == self.nc else ucl
+        boot = kappa_from_sums(self._times(F, cols), k, w) if self.resamples else np.empty(0)
         cov = np.unique(units)
         ccov, thin = self._cover(cov)
         stat = None
@@ -289,8 +328,8 @@ class Boot:
     def ci(self, est: Est) -> CI:
         """The estimate's CI on its own design: the clusters it covers, the thin-design
         warning and fallback (``stats.design_ci``), Wilson at least for count proportions."""
-        names = None if est.ccov is None else list(self.names[est.ccov])
-        d = design(len(names), names) if names is not None else design(est.n)
+        # the covered clusters are distinct: their codes describe the design as their names
+        d = design(len(est.ccov), est.ccov) if est.ccov is not None else design(est.n)
         nan = float("nan")
         thin_one = d.n_clusters is not None and d.n_clusters < 2
         if not est.n:  # nothing to estimate from: no design to describe either
@@ -302,7 +341,7 @@ class Boot:
                 est.point,
                 est.stat,
                 len(est.cov),
-                clusters=list(self.cluster_of[est.cov]),
+                clusters=self.cluster_of[est.cov],
                 resamples=self.resamples,
                 seed=self.seed,
                 boot=est.boot,

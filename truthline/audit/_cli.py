@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from truthline._cli_common import (
@@ -15,6 +16,7 @@ from truthline._cli_common import (
     emit,
     output_path,
     resamples_option,
+    whole_names,
     ws_project,
 )
 from truthline.errors import TruthlineError
@@ -114,7 +116,10 @@ def _excluded_text(rec: dict) -> str:
     """``EXCLUDED: reason (by who, when)`` for the annotators table."""
     when = str(rec["decided_at"])[:16].replace("T", " ") if rec.get("decided_at") else None
     extra = ", ".join(str(x) for x in (rec.get("decided_by"), when) if x)
-    return f"[magenta]EXCLUDED[/]: {rec.get('reason')}" + (f" ({extra})" if extra else "")
+    # escaped: a reason's "[...]" is text, not markup
+    return f"[magenta]EXCLUDED[/]: {escape(str(rec.get('reason')))}" + (
+        f" ({escape(extra)})" if extra else ""
+    )
 
 
 def _summary(d: dict) -> None:
@@ -135,20 +140,21 @@ def _summary(d: dict) -> None:
             _pct(t["productive_override"]["rate"]),
             "–" if bias is None else f"{bias:+.1f}",
         )
-    console.print(table)
+    console.print(whole_names(table))
     _note(d["direction"]["by_field"], d["anchoring_bias"])
     sig = Table("annotator", "override rate", "VLM κ", "signals", "status", title="annotators")
     records = d.get("excluded_annotators") or {}
+    sims = set(d.get("simulated_annotators") or ())
     for a, s in d["signals"].items():
         k = d["vlm_kappa"]["by_annotator"].get(a, {}).get("point")
         sig.add_row(
-            a,
+            escape(a) + (" [yellow]SIMULATED[/]" if a in sims else ""),
             _pct(d["override"]["by_annotator"][a]["override_rate"]),
             "–" if k is None else f"{k:.3f}",
             ("[red]FLAGGED[/] " if s["flagged"] else "") + ", ".join(s["fired"]),
             _excluded_text(records[a]) if s.get("excluded") and a in records else "retained",
         )
-    console.print(sig)
+    console.print(whole_names(sig))
     if records:
         console.print(
             "excluded annotators keep their rows above; gold and the team figures leave them out"
@@ -175,8 +181,13 @@ def import_cmd(
             "lead_time, expert, flagged]."
         ),
     ],
-    no_create_items: Annotated[
-        bool, typer.Option("--no-create-items", help="Fail on item keys not in the project.")
+    create_items: Annotated[
+        bool,
+        typer.Option(
+            "--create-items/--no-create-items",
+            help="Create an item (without media) for each key the project does not have; "
+            "by default such keys are refused, as a typo would become a phantom item.",
+        ),
     ] = False,
     project: ProjectOpt = None,
     as_json: JsonOpt = False,
@@ -185,7 +196,7 @@ def import_cmd(
     from truthline.audit import import_table
 
     ws, proj = ws_project(ctx, project)
-    rep = import_table(ws.store, proj, file, create_items=not no_create_items)
+    rep = import_table(ws.store, proj, file, create_items=create_items)
     emit(
         rep.as_dict(),
         as_json,
@@ -297,7 +308,7 @@ def queue_cmd(
                 f"{x.weight:.1f}",
                 "yes" if x.selected else "",
             )
-        console.print(t)
+        console.print(whole_names(t))
 
     emit(rows, as_json, render)
 

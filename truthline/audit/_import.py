@@ -20,6 +20,8 @@ from typing import Any
 
 from sqlalchemy import select
 
+from truthline._limits import input_file
+from truthline._names import annotator_problem
 from truthline.errors import FieldValueError, TruthlineError
 from truthline.fields import EntityList
 from truthline.project import Project
@@ -60,19 +62,23 @@ class ImportReport:
 
 
 def _read(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
-    if not path.is_file():
-        raise TruthlineError(f"{path}: no such file")
+    input_file(path, "label table")
     if path.suffix.lower() in (".parquet", ".pq"):
         import pandas as pd
+        import pyarrow.parquet as pq
 
         try:
+            _distinct_columns(path, list(pq.read_schema(path).names))
             df = pd.read_parquet(path)
+        except TruthlineError:
+            raise
         except Exception as exc:  # pyarrow raises its own types for a damaged file
             raise TruthlineError(
                 f"{path}: not a readable Parquet file ({str(exc).splitlines()[0]}); "
                 "export the table again or save it as CSV"
             ) from exc
         cols = [str(c) for c in df.columns]
+        _distinct_columns(path, cols)
         rows = []
         for k, rec in enumerate(df.to_dict(orient="records")):
             rows.append((k + 2, {c: _cell(v) for c, v in rec.items()}))
@@ -81,7 +87,10 @@ def _read(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
         with path.open(newline="", encoding="utf-8-sig") as fh:
             reader = csv.DictReader(fh)
             cols = list(reader.fieldnames or [])
-            return cols, [(reader.line_num, dict(r)) for r in reader]
+            _distinct_columns(path, cols)
+            rows = [(reader.line_num, dict(r)) for r in reader]
+            _no_nul(path, cols, rows)
+            return cols, rows
     except UnicodeDecodeError as exc:
         line = path.read_bytes()[: exc.start].count(b"\n") + 1
         raise TruthlineError(
@@ -90,6 +99,30 @@ def _read(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
         ) from exc
     except csv.Error as exc:
         raise TruthlineError(f"{path}: not a readable CSV table ({exc})") from exc
+
+
+def _distinct_columns(path: Path, cols: list[str]) -> None:
+    """Two columns of one name: a reader keeps only one of them, silently."""
+    first: dict[str, int] = {}
+    for i, c in enumerate(cols, start=1):
+        if c in first:
+            raise TruthlineError(
+                f"{path}:1: column {c!r} is given twice (columns {first[c]} and {i}); "
+                "rename or remove one"
+            )
+        first[c] = i
+
+
+def _no_nul(path: Path, cols: list[str], rows: list[tuple[int, dict[str, str]]]) -> None:
+    """A NUL byte is never text a label tool meant: a truncated or binary file."""
+    if any("\0" in c for c in cols):
+        raise TruthlineError(f"{path}:1: a NUL byte in the header; is this a CSV text file?")
+    for line, r in rows:
+        for col, v in r.items():
+            if isinstance(v, str) and "\0" in v:
+                raise TruthlineError(
+                    f"{path}:{line}: column {col!r}: a NUL byte; is this a CSV text file?"
+                )
 
 
 def _cell(v: Any) -> str:
@@ -115,9 +148,11 @@ def _parse(text: str) -> Any:
 
 
 def import_table(
-    store: Store, project: Project, path: Path, *, create_items: bool = True
+    store: Store, project: Project, path: Path, *, create_items: bool = False
 ) -> ImportReport:
-    """Load a long label table into the store (all-or-nothing)."""
+    """Load a long label table into the store (all-or-nothing). Item keys the project does
+    not have are refused unless ``create_items``: a typo would become a phantom item
+    carrying a label."""
     cols, rows = _read(path)
     problems: list[tuple[int, str, str]] = []
     missing = [c for c in REQUIRED if c not in cols]
@@ -174,6 +209,8 @@ def import_table(
             problems.append((line, "item", "empty item key"))
         if not who:
             problems.append((line, "annotator", "empty annotator"))
+        elif (bad_who := annotator_problem(who)) is not None:  # too long, control characters
+            problems.append((line, "annotator", bad_who))
         if not fld:
             problems.append((line, "field", "empty field"))
             continue
@@ -257,15 +294,18 @@ def _write(
     rep = ImportReport(rows=n_rows)
     ts = now()
     src = path.stem
-    store.upsert_project(project)
     keys = {k[0] for k in anns} | {k[0] for k in preds} | set(experts)
     ids = store.item_ids_by_key(project.name)
     missing = sorted(keys - set(ids))
     if missing and not create_items:
+        shown = ", ".join(repr(k) for k in missing[:5])
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
         raise TruthlineError(
-            f"{path}: {len(missing)} item(s) not in project {project.name!r} "
-            f"(first: {missing[0]!r}); import the items first or allow creating them"
+            f"{path}: {len(missing)} item key(s) not in project {project.name!r}: {shown}{more}; "
+            "fix the keys, import the items first (truthline items import), or pass "
+            "--create-items to create them as items without media"
         )
+    store.upsert_project(project)
     with store.begin() as conn:
         if missing:
             conn.execute(

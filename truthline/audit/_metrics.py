@@ -20,6 +20,15 @@ from truthline.vocab import Direction
 DIRECTIONS = tuple(Direction)
 
 
+def _item_weights(items: np.ndarray, weights: dict[int, float]) -> np.ndarray:
+    """Per decision, its item's review weight (1 without one): one lookup per item."""
+    if not weights:
+        return np.ones(len(items))
+    uniq, inv = np.unique(items, return_inverse=True)
+    per = np.array([weights.get(int(i), 1.0) for i in uniq], dtype=float)
+    return per[inv.ravel()]
+
+
 class Ctx:
     """Decision arrays and annotation-level arrays for one set of retained annotators.
 
@@ -33,12 +42,17 @@ class Ctx:
         self.excluded = excluded
         d = data.d
         self.d = d
-        keep = np.array([a not in excluded for a in d["annotator"]], dtype=bool)
+        self._eq: dict[tuple[str, Any], np.ndarray] = {}
+        keep = np.ones(len(d["unit"]), dtype=bool)
+        for a in excluded:
+            keep &= ~self.eq("annotator", a)
         self.keep = keep
-        self.anch = keep & (d["arm"] == "anchored")
-        self.blind = keep & (d["arm"] == "blind")
+        self.anch = keep & self.eq("arm", "anchored")
+        self.blind = keep & self.eq("arm", "blind")
         self.has = {k: ~np.isnan(d[k]) for k in ("hv", "he", "ve")}
-        self.w = np.array([data.review_weights.get(int(i), 1.0) for i in d["item"]], dtype=float)
+        self.w = _item_weights(d["item"], data.review_weights)
+        self.fts = {f: data.project.field(f) for f in data.fields}
+        """Audited leaf field -> its field type, looked up once (not once per decision)."""
         anns = data.annotations
         self.a_unit = np.array([data.item_index[a.item] for a in anns], dtype=np.int64)
         self.a_name = np.array([a.annotator for a in anns], dtype=object)
@@ -56,6 +70,15 @@ class Ctx:
         self.a_ov = np.bincount(d["ann"][m], weights=(d["hv"][m] == 0), minlength=n)
         self.annotators = sorted({str(a) for a in self.a_name[self.a_ok]})
         self.everyone = sorted({str(a) for a in self.a_name[self.a_tier1]})
+
+    def eq(self, column: str, value: Any) -> np.ndarray:
+        """``d[column] == value``, computed once per audit (the tables ask for the same
+        annotator and field masks many times; each is a pass over an object column)."""
+        key = (column, value)
+        mask = self._eq.get(key)
+        if mask is None:
+            mask = self._eq[key] = np.asarray(self.d[column] == value, dtype=bool)
+        return mask
 
     def rate(self, mask: np.ndarray, hits: np.ndarray, weighted: bool = False) -> Est:
         return self.boot.rate(
@@ -85,7 +108,7 @@ def override(c: Ctx) -> dict[str, Any]:
         }
 
     m = c.anch & c.has["hv"]
-    by_field = {f: c.rate(m & (c.d["field"] == f), c.d["hv"] == 0) for f in c.data.fields}
+    by_field = {f: c.rate(m & c.eq("field", f), c.d["hv"] == 0) for f in c.data.fields}
     return {
         "team": block(sel_all),
         "by_annotator": {a: block(sel_any & (c.a_name == a)) for a in c.everyone},
@@ -131,13 +154,12 @@ def direction(c: Ctx) -> dict[str, Any]:
         }
         return out
 
-    f_arr, a_arr = c.d["field"], c.d["annotator"]
     res: dict[str, Any] = {
         "all": table(base),
-        "by_field": {f: table(base & (f_arr == f)) for f in c.data.fields},
-        "by_annotator": {a: table(base_any & (a_arr == a)) for a in c.everyone},
+        "by_field": {f: table(base & c.eq("field", f)) for f in c.data.fields},
+        "by_annotator": {a: table(base_any & c.eq("annotator", a)) for a in c.everyone},
         "by_annotator_field": {
-            a: {f: table(base_any & (a_arr == a) & (f_arr == f)) for f in c.data.fields}
+            a: {f: table(base_any & c.eq("annotator", a) & c.eq("field", f)) for f in c.data.fields}
             for a in c.everyone
         },
         "weighted": weighted,
@@ -148,7 +170,7 @@ def direction(c: Ctx) -> dict[str, Any]:
         group_of = getattr(ft, "group_of", None)
         if group_of is None or not getattr(ft.spec, "taxonomy", None):
             continue
-        sel_f = base & (f_arr == f)
+        sel_f = base & c.eq("field", f)
         g = np.array([group_of(e) if isinstance(e, str) else None for e in c.d["e"]], dtype=object)
         groups[f] = {
             str(grp): table(sel_f & (g == grp))
@@ -165,9 +187,9 @@ def correct_label(c: Ctx) -> dict[str, Any]:
     he = c.d["he"] == 1
     return {
         "all": c.rate(m, he),
-        "by_annotator": {a: c.rate(c.has["he"] & (c.d["annotator"] == a), he) for a in c.everyone},
-        "by_field": {f: c.rate(m & (c.d["field"] == f), he) for f in c.data.fields},
-        "by_arm": {arm: c.rate(m & (c.d["arm"] == arm), he) for arm in ("blind", "anchored")},
+        "by_annotator": {a: c.rate(c.has["he"] & c.eq("annotator", a), he) for a in c.everyone},
+        "by_field": {f: c.rate(m & c.eq("field", f), he) for f in c.data.fields},
+        "by_arm": {arm: c.rate(m & c.eq("arm", arm), he) for arm in ("blind", "anchored")},
     }
 
 
@@ -176,7 +198,7 @@ def anchoring_bias(c: Ctx) -> dict[str, Any]:
     out = {}
     hv = c.d["hv"] == 1
     for f in [*c.data.fields, "all"]:
-        fm = np.ones_like(c.keep) if f == "all" else (c.d["field"] == f)
+        fm = np.ones_like(c.keep) if f == "all" else c.eq("field", f)
         a = c.rate(c.anch & c.has["hv"] & fm, hv)
         b = c.rate(c.blind & c.has["hv"] & fm, hv)
         out[f] = {"anchored": a, "blind": b, "bias_pp": (a - b).scale(100.0)}
@@ -197,9 +219,9 @@ def vlm_kappa(c: Ctx) -> dict[str, Any]:
         )
 
     m_any = c.anch_any & c.has["hv"]
-    by_a = {a: k(m_any & (d["annotator"] == a)) for a in c.everyone}
+    by_a = {a: k(m_any & c.eq("annotator", a)) for a in c.everyone}
     by_af = {
-        a: {f: k(m_any & (d["annotator"] == a) & (d["field"] == f)) for f in c.data.fields}
+        a: {f: k(m_any & c.eq("annotator", a) & c.eq("field", f)) for f in c.data.fields}
         for a in c.everyone
     }
     # the team ceiling: retained annotators only
@@ -208,7 +230,7 @@ def vlm_kappa(c: Ctx) -> dict[str, Any]:
         "team": k(m),
         "by_annotator": by_a,
         "by_annotator_field": by_af,
-        "by_field": {f: k(m & (d["field"] == f)) for f in c.data.fields},
+        "by_field": {f: k(m & c.eq("field", f)) for f in c.data.fields},
         "ceiling": max(finite) if finite else float("nan"),
     }
 
@@ -239,7 +261,7 @@ def _pairs(c: Ctx, arm: str) -> dict[str, tuple[list[int], list[float], list[Any
             yv = y.values.get(path)
             if leaf not in fields or xv is None or yv is None:
                 continue
-            ft = c.data.project.field(leaf)
+            ft = c.fts[leaf]
             u, ag, av, bv = out[leaf]
             u.append(c.data.item_index[item])
             ag.append(1.0 if ft.agree(xv, yv) else 0.0)
@@ -290,7 +312,7 @@ def timing(c: Ctx) -> dict[str, Any]:
     }
     d = c.d
     for f in c.data.fields:
-        m = c.anch & c.has["hv"] & (d["field"] == f)
+        m = c.anch & c.has["hv"] & c.eq("field", f)
         n = len(c.data.annotations)
         dec = np.bincount(d["ann"][m], minlength=n)
         ov = np.bincount(d["ann"][m], weights=(d["hv"][m] == 0), minlength=n)
@@ -329,7 +351,7 @@ def safety(c: Ctx) -> dict[str, Any]:
     for f in c.data.fields:
         if not getattr(c.data.project.field(f).spec, "safety", False):
             continue
-        m = c.anch & c.has["hv"] & c.has["he"] & c.has["ve"] & (d["field"] == f)
+        m = c.anch & c.has["hv"] & c.has["he"] & c.has["ve"] & c.eq("field", f)
         v = np.array([x is True for x in d["v"]])
         h = np.array([x is True for x in d["h"]])
         e = np.array([x is True for x in d["e"]])
@@ -434,11 +456,11 @@ def gradient(
     d = c.d
     fields = set(c.data.fields)
     p_ag = np.full(len(d["unit"]), np.nan)
+    items, paths, leaves, hs = d["item"], d["path"], d["field"], d["h"]
     for k in np.flatnonzero(c.keep):
-        p = pred.get(int(d["item"][k]), {}).get(d["path"][k])
+        p = pred.get(int(items[k]), {}).get(paths[k])
         if p is not None:
-            ft = c.data.project.field(d["field"][k])
-            p_ag[k] = 1.0 if ft.agree(p, d["h"][k]) else 0.0
+            p_ag[k] = 1.0 if c.fts[leaves[k]].agree(p, hs[k]) else 0.0
     has = ~np.isnan(p_ag)
     hit = p_ag == 1
     units, agr = [], []
@@ -449,7 +471,7 @@ def gradient(
         if p is None:
             continue
         units.append(c.data.item_index[g.item])
-        agr.append(1.0 if c.data.project.field(leaf_of(g.path)).agree(p, g.value) else 0.0)
+        agr.append(1.0 if c.fts[leaf_of(g.path)].agree(p, g.value) else 0.0)
     vs = c.boot.rate(np.asarray(units, dtype=np.int64), np.asarray(agr))
     blind = c.rate(c.blind & has, hit)
     anchored = c.rate(c.anch & has, hit)

@@ -7,6 +7,7 @@ CI and design, every table row with its n, and every metric name in the glossary
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from truthline.report import (
@@ -39,6 +40,15 @@ def _n(ci: dict[str, Any] | None) -> int | None:
     return None if not ci or ci.get("n") is None else int(ci["n"])
 
 
+def _counts(d: Any) -> str:
+    """``"blind 120, anchored 80"``: a count per key in prose (a Python dict printed as is
+    read ``{'blind': 120, ...}`` in the report); ``"none"`` when empty."""
+    if not isinstance(d, dict):
+        return "none" if d in (None, "", [], {}) else str(d)
+    parts = [f"{k} {v}" for k, v in d.items()]
+    return ", ".join(parts) if parts else "none"
+
+
 def _ns(*pairs: tuple[str, dict[str, Any] | None]) -> str:
     """``"139 anchored / 11 blind"``: the n of each interval in a row that mixes arms."""
     return " / ".join(f"{'–' if _n(ci) is None else _n(ci)} {what}" for what, ci in pairs)
@@ -67,7 +77,7 @@ def _intro(r: dict[str, Any]) -> list[str]:
     s, c = r["settings"], r["counts"]
     out = [
         f"{c['items']} items ({c['annotated_items']} annotated), annotations by arm "
-        f"{c['annotations_by_arm']}, {len(c['annotators'])} annotators, "
+        f"{_counts(c['annotations_by_arm'])}, {len(c['annotators'])} annotators, "
         f"{c['expert_reviewed_items']} expert-reviewed items, {c['decisions']} tier-1 "
         f"field decisions ({c['decisions_with_expert']} with an expert reference). "
         f"Prefill: `{s['model_version']}`. Every number is a point estimate with a 95% "
@@ -90,6 +100,14 @@ def _intro(r: dict[str, Any]) -> list[str]:
     return out
 
 
+def _who(r: dict[str, Any], annotator: str) -> str:
+    """An annotator's name as the per-annotator tables show it: "(SIMULATED)" beside the
+    ones the store marks SIMULATED, so they are never read as real people."""
+    from truthline.store import shown_name
+
+    return shown_name(annotator, r.get("simulated_annotators") or ())
+
+
 def _per_annotator(r: dict[str, Any]) -> Section:
     d, ov, cl, vk, fl = (
         r["direction"],
@@ -104,7 +122,7 @@ def _per_annotator(r: dict[str, Any]) -> Section:
         ns.append(o["annotations"])
         rows.append(
             [
-                a,
+                _who(r, a),
                 str(o["annotations"]),
                 _pct(o["override_rate"]),
                 _num(o["edit_depth"], 2),
@@ -165,7 +183,7 @@ def _signals(r: dict[str, Any]) -> Section:
     rows, ns = [], []
     annotations = {a: o["annotations"] for a, o in r["override"]["by_annotator"].items()}
     for a, sg in r["signals"].items():
-        cells = [a]
+        cells = [_who(r, a)]
         for k in ("override_low", "vlm_kappa_high", "zero_productive"):
             x = sg["signals"].get(k)
             if x is None:
@@ -201,6 +219,37 @@ def _signals(r: dict[str, Any]) -> Section:
                 rows,
                 ns,
                 metrics=["override_low", "vlm_kappa_high", "zero_productive"],
+            ),
+        ],
+    )
+
+
+def _gold_standard(gs: dict[str, Any], simulated: Sequence[str] = ()) -> Section:
+    """Each annotator's accuracy on the gold-standard items mixed into their queues."""
+    from truthline.store import shown_name
+
+    rows = [
+        [
+            shown_name(a, simulated),
+            f"{x['accuracy']:.3f} [{x['low']:.3f}, {x['high']:.3f}]",
+            x["correct"],
+            x["scored"],
+        ]
+        for a, x in gs.items()
+    ]
+    return Section(
+        "Gold-standard accuracy",
+        [
+            Paragraph(
+                "Answers on items with known answers, mixed unmarked into tier-1 queues; "
+                "n: the annotator's gold-standard items. Beside the exclusion signals, not "
+                "one of them."
+            ),
+            Table(
+                ["annotator", "accuracy (Wilson 95% CI)", "correct", "answers scored"],
+                rows,
+                [x["items"] for x in gs.values()],
+                metrics=["gold_standard_accuracy"],
             ),
         ],
     )
@@ -468,6 +517,8 @@ def audit_report(r: dict[str, Any]) -> Report:
         )
     )
     sections.append(_signals(r))
+    if r.get("gold_standard"):
+        sections.append(_gold_standard(r["gold_standard"], r.get("simulated_annotators") or ()))
     if r.get("before_after"):
         sections.append(_before_after(r["before_after"]))
     sections.append(_time(r))
@@ -485,9 +536,9 @@ def audit_report(r: dict[str, Any]) -> Report:
             [
                 Paragraph(
                     f"Finalizing now would give {gp['values']} gold values over {gp['items']} "
-                    f"items (by provenance {gp['by_provenance']}), {gp['pending']} pending; "
+                    f"items (by provenance: {_counts(gp['by_provenance'])}), {_counts(gp['pending'])} pending; "
                     f"{gp.get('unusable_items', 0)} clips left out as unusable (flagged, "
-                    f"schema-invalid, abandoned: {gp.get('unusable_by_reason') or {}}); "
+                    f"schema-invalid, abandoned: {_counts(gp.get('unusable_by_reason'))}); "
                     f"snapshot `{gp['hash'][:12]}`."
                 )
             ],

@@ -54,7 +54,7 @@ def dataset_card(sheet: dict[str, Any], info: dict[str, Any], split_rule: dict[s
         ]
     lines += _features(info, hidden)
     lines += _splits(info, split_rule, hidden)
-    lines += _evaluate(sheet, hidden)
+    lines += _evaluate(sheet, hidden, info)
     lines += _classes(sheet)
     lines += _density(sheet)
     lines += _provenance(sheet)
@@ -136,15 +136,33 @@ def _splits(info: dict[str, Any], split_rule: dict[str, Any], hidden: bool) -> l
     return lines
 
 
-def _evaluate(sheet: dict[str, Any], hidden: bool) -> list[str]:
-    example = "train" if hidden else "test"
+def _media_comment(features: dict[str, Any]) -> str:
+    """What the snippet's comment says of the media column this release really has (a
+    video release has ``frames``, not ``image``: naming ``ex["image"]`` there made the
+    card's own snippet fail with ``KeyError``)."""
+    if "image" in features:
+        return 'ex["image"] is a PIL image'
+    if "frames" in features:
+        return 'ex["frames"] is the list of PIL frames, in order'
+    if "video" in features:
+        return 'ex["video"] lists the video files'
+    return 'ex["prompt"] is the prompt'
+
+
+def _evaluate(sheet: dict[str, Any], hidden: bool, info: dict[str, Any]) -> list[str]:
+    splits = list(info.get("splits") or ())
+    example = "train" if hidden or "test" not in splits else "test"
+    features = info.get("features") or {}
+    media = _media_comment(features)
+    col = next((c for c in ("image", "frames", "video", "prompt") if c in features), "item")
     return [
         "## How to evaluate",
         "",
         "```python",
         "from datasets import load_dataset",
         'ds = load_dataset("path/to/this/folder")',
-        f'ex = ds["{example}"][0]  # ex["image"] is a PIL image, ex["gold"] the answers',
+        f'ex = ds["{example}"][0]  # {media}, ex["gold"] the answers',
+        f'print(ex["item"], ex["{col}"] is not None, ex["gold"])',
         "```",
         "",
         "With truthline, on the whole release (this folder's parent, with its `private/` "

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from truthline._cli_common import (
@@ -17,6 +18,7 @@ from truthline._cli_common import (
     output_dir,
     output_path,
     resamples_option,
+    whole_names,
     workspace,
     ws_project,
 )
@@ -43,6 +45,17 @@ def _note(*sources: object) -> None:
     note = design_note(sources)
     if note:
         console.print(f"[yellow]{note}[/]")
+
+
+def max_cost_option(value: float | None) -> float | None:
+    """``--max-cost``: a finite USD amount >= 0 (NaN, infinity and negatives: exit 2)."""
+    from truthline.errors import TruthlineError
+    from truthline.models._prices import check_budget
+
+    try:
+        return check_budget(value)
+    except TruthlineError as exc:
+        raise typer.BadParameter(str(exc).removeprefix("--max-cost ")) from None
 
 
 @app.command("run")
@@ -88,9 +101,16 @@ def run_cmd(
     run_id: Annotated[
         str | None, typer.Option("--run", help="Add to / resume this run id (default: derived).")
     ] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 8,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", "-c", min=1, help="Parallel requests.")
+    ] = 8,
     max_cost: Annotated[
-        float | None, typer.Option("--max-cost", help="Stop starting requests past this USD.")
+        float | None,
+        typer.Option(
+            "--max-cost",
+            callback=max_cost_option,
+            help="Hard cap in USD (finite, >= 0): stop starting requests past it.",
+        ),
     ] = None,
     retry_missing: Annotated[
         bool, typer.Option("--retry-missing", help="Re-send infrastructure-missing requests.")
@@ -121,6 +141,14 @@ def run_cmd(
             "(default: raw/videos in the workspace, where the demo writes them).",
         ),
     ] = None,
+    wait_claimed: Annotated[
+        bool,
+        typer.Option(
+            "--wait-claimed",
+            help="Wait for requests another live run on this store has claimed (default: "
+            "leave them to it and say so; a rerun afterwards takes its answers).",
+        ),
+    ] = False,
     project: ProjectOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -143,6 +171,8 @@ def run_cmd(
         max_cost=max_cost,
         retry_missing=retry_missing,
         max_failures=max_failures or None,
+        wait_claimed=wait_claimed,
+        journal_dir=ws.root / "journal",
     )
     try:
         if frames is None:
@@ -173,7 +203,7 @@ def run_cmd(
                 ", ".join(f"{k} {v}" for k, v in e.get("status_counts", {}).items()),
                 f"{e.get('cost_usd', 0):.4f}",
             )
-        console.print(table)
+        console.print(whole_names(table))
         console.print(f"next: truthline benchmark show {man['run_id']}")
 
     emit(man, as_json, render)
@@ -221,7 +251,7 @@ def runs_cmd(ctx: typer.Context, project: ProjectOpt = None, as_json: JsonOpt = 
                 (r["gold_snapshot"] or "")[:12],
                 ", ".join(r["models"]),
             )
-        console.print(table)
+        console.print(whole_names(table))
 
     emit(rows, as_json, render)
 
@@ -249,38 +279,56 @@ def show_cmd(
             for n in proj.benchmark.metrics
             if n not in ("accuracy", "per_class") and not is_across(n)
         ]
+        # the headline metrics get their own table: in one table with the accuracy interval
+        # a dozen columns left every cell at "0…" on a 100-column terminal
         table = Table(
-            "model",
-            "accuracy [95% CI]",
-            *names,
-            "coverage",
-            "format",
-            "cost USD",
+            "model", "accuracy [95% CI]", "coverage", "format", "cost USD",
             title=f"gold slice: {gold}",
-        )
+        )  # fmt: skip
+        metrics = Table("model", *names, title="headline metrics") if names else None
         from truthline.benchmark._mapper import mapped_entries
 
         mapped: dict[tuple[str, tuple[str, ...]], str] = {
             (e.run_id, (e.model, e.variant, e.condition, e.control)): e.label
             for e in mapped_entries(ws.store, sorted({r.run_id for r in rows}))
         }
+        lines: list[str] = []
         for r in rows:
             vals = []
             for n in names:
                 v = r.headline(n)
                 vals.append("—" if v is None else f"{v:.3f}")
             by = mapped.get((r.run_id, tuple(r.key)))
+            label = r.key.label("/", simulated=r.simulated, marker_first=True) + (
+                f" — {by}" if by else ""  # mapped accuracy never shown as direct
+            )
             table.add_row(
-                r.key.label("/", simulated=r.simulated, marker_first=True)
-                + (f" — {by}" if by else ""),  # mapped accuracy never shown as direct
+                label,
                 _ci(r.accuracy),
-                *vals,
                 f"{r.coverage:.2f}",
                 f"{r.format_rate:.2f}",
                 f"{r.cost_usd:.4f}",
             )
-        console.print(table)
+            if metrics is not None:
+                metrics.add_row(label, *vals)
+                lines.append(
+                    f"{escape(label)}: "
+                    + ", ".join(f"{n} {v}" for n, v in zip(names, vals, strict=True))
+                )
+        console.print(whole_names(table))
         _note([r.accuracy for r in rows])
+        if metrics is not None:
+            # a table when every column fits its header, else one line per model (wraps)
+            need = 1 + sum(
+                3 + max(len(str(c.header)), *(len(str(x)) for x in c.cells))
+                for c in metrics.columns
+            )
+            if need <= console.width:
+                console.print(metrics)
+            else:
+                console.print("[bold]headline metrics[/]")
+                for line in lines:
+                    console.print(line)
         _frame_tables(ws.store, proj, sorted({r.run_id for r in rows}), resamples)
 
     emit([r.as_dict() for r in rows], as_json, render)
@@ -298,7 +346,7 @@ def _frame_tables(store: Any, proj: Any, runs: list[str], resamples: int | None)
         table = Table(*rows[0], "n", title=f"run {rid}: accuracy by frames per clip")
         for r, n in zip(rows, ns, strict=True):
             table.add_row(*(str(v) for v in r.values()), str(n))
-        console.print(table)
+        console.print(whole_names(table))
         _note([r.accuracy for r in fd.rows], [r.change_pp for r in fd.rows])
 
 
@@ -360,7 +408,7 @@ def compare_gold_cmd(
                 pp(m.inflation_anchored_pp),
                 pp(m.inflation_vlm_sourced_pp),
             )
-        console.print(table)
+        console.print(whole_names(table))
         _note([m.as_dict() for m in data.models])  # every interval of the rows
         if data.mean_inflation_pp is not None:
             mean = data.mean_inflation_anchored_ci
@@ -399,7 +447,7 @@ def paired_cmd(
                 _ci(c.difference),
                 "yes" if c.distinguishable else "no",
             )
-        console.print(table)
+        console.print(whole_names(table))
         _note([c.difference for c in data.pairs])
 
     emit(data.as_dict(), as_json, render)
@@ -476,7 +524,7 @@ def across_cmd(
                 table = Table(*cols)
                 for r in sec.table:
                     table.add_row(*(cell(r.get(c)) for c in cols))
-                console.print(table)
+                console.print(whole_names(table))
             if sec.note:
                 console.print(f"[yellow]{sec.note}[/]")
 
@@ -530,7 +578,7 @@ def transfer_cmd(
         for m, v in data["scores"].items():
             n = (data.get("n") or {}).get(m) or {}
             table.add_row(m, f"{v[a]:.3f}", f"{v[b]:.3f}", f"{n.get(a, '–')} / {n.get(b, '–')}")
-        console.print(table)
+        console.print(whole_names(table))
         console.print(
             f"Spearman rho {data['spearman_rho']:.3f} (p {data['spearman_p']:.3g}); "
             f"Pearson r {data['pearson_r']:.3f} (p {data['pearson_p']:.3g})"
@@ -628,18 +676,20 @@ def export_cmd(
 def verify_cmd(
     path: Annotated[Path, typer.Argument(help="A release folder.")], as_json: JsonOpt = False
 ) -> None:
-    """Check a release's files against its SHA256SUMS (exit 1 on any mismatch)."""
-    from truthline.benchmark._export import verify_release
+    """Check a release's files against its SHA256SUMS (exit 1 on any mismatch, missing
+    file, or file the list does not name)."""
+    from truthline.benchmark._release import verify_files
     from truthline.errors import TruthlineError
 
-    bad = verify_release(path)
+    res = verify_files(path)
+    bad = res.failures
     emit(
-        {"release": str(path), "mismatches": bad},
+        {"release": str(path), **res.as_dict()},
         as_json,
-        lambda: console.print("[green]ok[/]" if not bad else f"[red]{len(bad)} mismatches[/]"),
+        lambda: console.print("[green]ok[/]" if not bad else f"[red]{len(bad)} failures[/]"),
     )
     if bad:
-        raise TruthlineError(f"{path}: checksum mismatch in {', '.join(bad[:5])}")
+        raise TruthlineError(f"{path}: {res.summary()}")
 
 
 @app.command("samples")
@@ -725,7 +775,7 @@ def samples_cmd(
         g[r["outcome"]] = g.get(r["outcome"], 0) + 1
     for key, g in groups.items():
         table.add_row(*key, str(sum(g.values())), *(str(g.get(o, 0)) for o in OUTCOMES))
-    console.print(table)
+    console.print(whole_names(table))
     console.print("write them with --out samples.jsonl, or print them with --json")
 
 

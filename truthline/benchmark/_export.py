@@ -24,6 +24,9 @@ Annotators appear in public files (card, ``provenance`` column) and the datashee
 pseudonyms. ``load_release`` reads a release back into a store (project, items, gold snapshot
 under the release's hash, written by the audit's one gold writer), so a model can be rerun
 on it with ``run_benchmark`` and reach the same scores. The export itself only reads gold.
+
+The export streams (``_export_scan`` reads gold a chunk at a time, ``_export_write`` writes
+rows as they come) and is atomic: the release appears at ``<out>`` only once complete.
 """
 
 from __future__ import annotations
@@ -37,26 +40,43 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 from sqlalchemy import func, select
 
 from truthline import __version__
 from truthline._names import inside
 from truthline.benchmark._card import dataset_card
-from truthline.benchmark._composition import composition
-from truthline.benchmark._gold import GoldItem, insert_snapshot, load_gold
+from truthline.benchmark._export_scan import (
+    ANSWER_COLUMNS,
+    GoldScan,
+    ReleasedItem,
+    answer_types,
+    gold_chunks,
+    media_type,
+    private_rows,
+    public_columns,
+    resolve,
+    scan_gold,
+)
+from truthline.benchmark._export_write import (
+    CompositionSum,
+    SplitWriter,
+    TableSink,
+    check_destination,
+    staged,
+)
+from truthline.benchmark._gold import Gold, GoldItem, insert_snapshot
 from truthline.benchmark._release import (
-    PublicRow,
+    _fix_double,
     assign_splits,
-    cluster_of,
+    hf_feature,
     is_person,
     media_column,
-    nested_gold,
     pseudonymizer,
     read_images,
-    write_splits,
 )
-from truthline.benchmark._runner import _entity_ids, _public_item, targets_of
+from truthline.benchmark._runner import _public_item, targets_of
 from truthline.errors import TruthlineError
 from truthline.project import Project, load_project
 from truthline.store import Store, json_hash, now, tables
@@ -64,30 +84,242 @@ from truthline.store import Store, json_hash, now, tables
 FORMATS = ("jsonl", "parquet", "hf")
 
 
-def _write_table(rows: list[dict[str, Any]], path: Path, fmt: str) -> Path:
-    if fmt == "jsonl":
-        target = path.with_suffix(".jsonl")
-        with target.open("w", encoding="utf-8") as fh:
-            for r in rows:
-                fh.write(json.dumps(r, sort_keys=True, default=str) + "\n")
-        return target
-    target = path.with_suffix(".parquet")
-    df = pd.DataFrame(rows)
-    for col in df.columns:  # text, nested and mixed values all travel as JSON text
-        if not pd.api.types.is_numeric_dtype(df[col]):
-            df[col] = df[col].map(lambda v: json.dumps(v, default=str))
-    df.to_parquet(target, index=False)
-    return target
+def export_release(
+    store: Store,
+    project: Project,
+    out: Path,
+    *,
+    fmt: str = "jsonl",
+    snapshot: str | None = None,
+    slice_: str = "all",
+    force: bool = False,
+    seed: int | None = None,
+    test_fraction: float = 0.2,
+    hide_test_answers: bool = False,
+) -> dict[str, Any]:
+    """Write a release folder; returns its ``release.json`` content.
+
+    ``fmt`` is the format of the private tables (``jsonl``; ``parquet``/``hf``: Parquet);
+    the public half is always the typed Parquet hub layout. ``seed`` (default: the
+    project's benchmark seed) and ``test_fraction`` fix the cluster-aware train/test split.
+    ``hide_test_answers``: the public test split keeps its inputs but not its answers
+    (``gold`` and ``provenance`` are null there); they go to ``private/test_answers.*``.
+
+    Memory stays flat in the number of items: gold is read twice, a chunk at a time (a
+    first pass for the split and the column types, a second that writes), and the release
+    is written into a hidden sibling of ``out`` renamed into place once complete."""
+    if fmt not in FORMATS:
+        raise TruthlineError(f"unknown export format {fmt!r} (use {', '.join(FORMATS)})")
+    out = Path(out)
+    check_destination(out, force)
+    snap = resolve(store, project.name, snapshot)
+    scan = scan_gold(store, project, snap, slice_)
+    if not scan.keys:
+        raise TruthlineError(f"gold snapshot {snap[:12]} has no decisions to export")
+    if project.root is None:
+        raise TruthlineError(f"project {project.name!r} has no definition folder to export")
+    targets = (
+        targets_of(project, Gold(project.name, snap, []))  # checks the declared fields
+        if project.benchmark.target_fields
+        else scan.seen_targets
+    )
+    seed = project.benchmark.seed if seed is None else seed
+    split_of = assign_splits(scan.clusters, seed, test_fraction)
+    job = _Export(store, project, project.root, scan, split_of, slice_, hide_test_answers)
+    with staged(out, force) as tmp:
+        info, files, names, comp = job.write(tmp, "jsonl" if fmt == "jsonl" else "parquet")
+        split_rule = {
+            "by": "cluster (the project's cluster column, else the item's parent, else the item)",
+            "seed": seed,
+            "test_fraction": test_fraction,
+            "clusters": len(set(scan.clusters.values())),
+            "items": info["splits"],
+            "test_answers": "withheld" if hide_test_answers else "public",
+        }
+        sheet = _write_sheets(tmp, store, project, scan, targets, names, info, split_rule, comp)
+        (tmp / "private" / "annotators.json").write_text(
+            json.dumps(dict(sorted(names.people.items())), indent=2), encoding="utf-8"
+        )
+        release = {
+            "format": fmt,
+            "tool_version": __version__,
+            "project": project.name,
+            "gold_snapshot": snap,
+            "gold_slice": slice_,
+            "targets": targets,
+            "created_at": now().isoformat(),
+            "public": "public",
+            "media_column": job.media_col,
+            "splits": split_rule,
+            "tables": {p.stem: str(p.relative_to(tmp)) for p in files},
+            "simulated": scan.simulated,
+            "licence": {"id": sheet["licence_id"], "source": sheet["licence_source"]},
+        }
+        (tmp / "release.json").write_text(json.dumps(release, indent=2), encoding="utf-8")
+        _write_sums(tmp, tmp)
+    return release
+
+
+PRIVATE_TABLES = ("targets", "provenance", "entities", "simulated_truth", "test_answers")
+"""The private tables, in the order ``release.json`` lists them (empty ones are left out)."""
+
+
+@dataclass
+class _Export:
+    """The second pass: every item's public row and private records, written as read."""
+
+    store: Store
+    project: Project
+    root: Path
+    """The project's definition folder (shipped in ``public/project/``)."""
+    scan: GoldScan
+    split_of: dict[str, str]
+    slice_: str
+    hide: bool
+    media_col: str = ""
+
+    def __post_init__(self) -> None:
+        self.media_col = media_column(self.project, self.scan.n_media)
+
+    def schema(self) -> tuple[pa.Schema, dict[str, Any]]:
+        """The public splits' schema (with the ``datasets`` features in its metadata) and
+        the features, as ``write_splits`` derives them from the whole table."""
+        scan, media_col = self.scan, self.media_col
+        types = {"item": pa.string(), media_col: media_type(media_col, scan.n_media)}
+        types |= scan.types
+        if self.hide:
+            shown = {k for k, split in self.split_of.items() if split != "test"}
+            types |= answer_types(
+                self.store, self.project, scan.snapshot, self.slice_, shown.__contains__
+            )
+        schema = pa.schema([(c, types[c]) for c in ["item", media_col, *scan.columns]])
+        feats = {}
+        for f in schema:
+            if f.name == media_col and media_col != "video":
+                feats[f.name] = (
+                    {"_type": "Image"}
+                    if media_col == "image"
+                    else {"feature": {"_type": "Image"}, "_type": "List"}
+                )
+            else:
+                feats[f.name] = hf_feature(f.type)
+        for v in feats.values():
+            _fix_double(v)
+        meta = {b"huggingface": json.dumps({"info": {"features": feats}}).encode("utf-8")}
+        return schema.with_metadata(meta), feats
+
+    def write(
+        self, root: Path, tab_fmt: str
+    ) -> tuple[dict[str, Any], list[Path], _Pseudonyms, dict[str, Any]]:
+        """Write ``root/public`` and ``root/private``; returns the splits' facts (what
+        ``write_splits`` returned), the private tables, the pseudonyms, the composition."""
+        public, priv = root / "public", root / "private"
+        for d in (public, priv):
+            d.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(self.root, public / "project", ignore=shutil.ignore_patterns("__pycache__"))
+        names = _Pseudonyms(pseudonymizer(_new_key(priv)))
+        schema, feats = self.schema()
+        data = inside(public, "data")
+        data.mkdir(parents=True, exist_ok=True)
+        sinks = {
+            n: TableSink(
+                priv / n, "jsonl" if n == "simulated_truth" else tab_fmt, self.scan.plan(n)
+            )
+            for n in PRIVATE_TABLES
+        }
+        comp = CompositionSum(self.project)
+        try:
+            with SplitWriter(data, schema) as splits:
+                chunks = gold_chunks(self.store, self.project.name, self.scan.snapshot, self.slice_)
+                for part in chunks:
+                    counted = [self._item(rel, public, names, splits, sinks) for rel in part]
+                    comp.add([it for it in counted if it is not None])
+            files = [p for p in (sinks[n].close() for n in PRIVATE_TABLES) if p is not None]
+        finally:
+            for sink in sinks.values():
+                sink.abort()
+        info = {
+            "features": feats,
+            "splits": {s: n for s, n in splits.rows.items() if n},
+            "num_bytes": {s: n for s, n in splits.nbytes.items() if splits.rows[s]},
+            "items": self.scan.keys,
+        }
+        return info, files, names, comp.result()
+
+    def _item(
+        self,
+        rel: ReleasedItem,
+        public: Path,
+        names: _Pseudonyms,
+        splits: SplitWriter,
+        sinks: dict[str, TableSink],
+    ) -> GoldItem | None:
+        """Write one item's public row and private records; the item back when its
+        answers are public (counted in the composition), else ``None``."""
+        from truthline.models import render_prompt
+
+        it, project = rel.gold, self.project
+        split = self.split_of.get(it.key)
+        if split is None:
+            raise TruthlineError(
+                f"item {it.key!r} got gold while the release was being written; export again"
+            )
+        pub_item = _public_item(project, it)
+        media = _publish_media(it, public, self.media_col)
+        prompts = render_prompt(project, pub_item)
+        columns = public_columns(project, rel, pub_item["meta"], prompts, names.public)
+        public_names = [name for name, _ in media]
+        cluster = self.scan.clusters[it.key]
+        for table, row in private_rows(project, rel, split, cluster, public_names):
+            sinks[table].add(row)
+        hidden = self.hide and split == "test"
+        if hidden:
+            sinks["test_answers"].add(
+                {"item": it.key, **{c: columns.get(c) for c in ANSWER_COLUMNS}}
+            )
+            for c in ANSWER_COLUMNS:
+                columns[c] = None
+        record, size = _media_record(it, media, self.media_col)
+        splits.add(split, record | columns, size)
+        return None if hidden else it
+
+
+def _media_record(
+    it: GoldItem, media: list[tuple[str, Path]], media_col: str
+) -> tuple[dict[str, Any], int]:
+    """The row's ``item`` and media cells (images read now, as the row is written) and
+    the bytes read."""
+    if media_col == "video":
+        return {"item": it.key, media_col: [name for name, _ in media]}, 0
+    imgs = []
+    for name, p in media:
+        try:
+            imgs.append({"bytes": p.read_bytes(), "path": name})
+        except OSError as e:
+            raise TruthlineError(
+                f"item {it.key!r}: cannot read its image {p}: {e.strerror or e}; restore the "
+                "file or withdraw the item, then export again"
+            ) from None
+    size = sum(len(m["bytes"]) for m in imgs)
+    return {"item": it.key, media_col: imgs[0] if media_col == "image" else imgs}, size
 
 
 def _read_table(path: Path) -> list[dict[str, Any]]:
+    """A private table's rows; JSON text cells decoded (a ``null`` stays ``None``: pandas
+    would read a text column with gaps as NaN)."""
     if path.suffix == ".jsonl":
         return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
-    df = pd.read_parquet(path)
-    for col in df.columns:
-        if not pd.api.types.is_numeric_dtype(df[col]):
-            df[col] = df[col].map(json.loads)
-    return [{str(k): v for k, v in r.items()} for r in df.to_dict(orient="records")]
+    table = pq.read_table(path)
+    text = [
+        f.name
+        for f in table.schema
+        if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
+    ]
+    rows = table.to_pylist()
+    for r in rows:
+        for c in text:
+            r[c] = json.loads(r[c])
+    return rows
 
 
 def _sha256(path: Path) -> str:
@@ -121,110 +353,6 @@ class _Pseudonyms:
         return text
 
 
-@dataclass
-class _Records:
-    """What the export collects per item: the public rows and the private tables."""
-
-    rows: list[PublicRow] = field(default_factory=list)
-    targets: list[dict[str, Any]] = field(default_factory=list)
-    provenance: list[dict[str, Any]] = field(default_factory=list)
-    entities: list[dict[str, Any]] = field(default_factory=list)
-    truth: list[dict[str, Any]] = field(default_factory=list)
-    test_answers: list[dict[str, Any]] = field(default_factory=list)
-    """The public answer columns of test items, when they are withheld from ``public/``."""
-
-
-def export_release(
-    store: Store,
-    project: Project,
-    out: Path,
-    *,
-    fmt: str = "jsonl",
-    snapshot: str | None = None,
-    slice_: str = "all",
-    force: bool = False,
-    seed: int | None = None,
-    test_fraction: float = 0.2,
-    hide_test_answers: bool = False,
-) -> dict[str, Any]:
-    """Write a release folder; returns its ``release.json`` content.
-
-    ``fmt`` is the format of the private tables (``jsonl``; ``parquet``/``hf``: Parquet);
-    the public half is always the typed Parquet hub layout. ``seed`` (default: the
-    project's benchmark seed) and ``test_fraction`` fix the cluster-aware train/test split.
-    ``hide_test_answers``: the public test split keeps its inputs but not its answers
-    (``gold`` and ``provenance`` are null there); they go to ``private/test_answers.*``."""
-    if fmt not in FORMATS:
-        raise TruthlineError(f"unknown export format {fmt!r} (use {', '.join(FORMATS)})")
-    out = _empty_folder(Path(out), force)
-    gold = load_gold(store, project.name, snapshot, slice_)
-    if not gold.items:
-        raise TruthlineError(f"gold snapshot {gold.snapshot[:12]} has no decisions to export")
-    if project.root is None:
-        raise TruthlineError(f"project {project.name!r} has no definition folder to export")
-    targets = targets_of(project, gold)
-    public, priv = out / "public", out / "private"
-    for d in (public, priv):
-        d.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(project.root, public / "project", ignore=shutil.ignore_patterns("__pycache__"))
-    names = _Pseudonyms(pseudonymizer(_new_key(priv)))
-    seed = project.benchmark.seed if seed is None else seed
-    clusters = {it.key: cluster_of(project, it) for it in gold.items}
-    split_of = assign_splits(clusters, seed, test_fraction)
-    media_col = media_column(project, [len(it.media) for it in gold.items])
-    sources = _gold_sources(store, gold.snapshot)
-    rec = _Records()
-    for it in gold.items:
-        where = (split_of[it.key], clusters[it.key])
-        _collect_item(rec, project, it, where, public, media_col, sources, names)
-    if hide_test_answers:
-        _withhold_test_answers(rec)
-    info = write_splits(public, rec.rows, media_col)
-    files = _write_private(priv, rec, "jsonl" if fmt == "jsonl" else "parquet")
-    split_rule = {
-        "by": "cluster (the project's cluster column, else the item's parent, else the item)",
-        "seed": seed,
-        "test_fraction": test_fraction,
-        "clusters": len(set(clusters.values())),
-        "items": info["splits"],
-        "test_answers": "withheld" if hide_test_answers else "public",
-    }
-    counted = [it for it in gold.items if not (hide_test_answers and split_of[it.key] == "test")]
-    sheet = _write_sheets(out, store, project, gold, targets, names, info, split_rule, counted)
-    (priv / "annotators.json").write_text(
-        json.dumps(dict(sorted(names.people.items())), indent=2), encoding="utf-8"
-    )
-    release = {
-        "format": fmt,
-        "tool_version": __version__,
-        "project": project.name,
-        "gold_snapshot": gold.snapshot,
-        "gold_slice": slice_,
-        "targets": targets,
-        "created_at": now().isoformat(),
-        "public": "public",
-        "media_column": media_col,
-        "splits": split_rule,
-        "tables": {p.stem: str(p.relative_to(out)) for p in files},
-        "simulated": bool(rec.truth),
-        "licence": {"id": sheet["licence_id"], "source": sheet["licence_source"]},
-    }
-    (out / "release.json").write_text(json.dumps(release, indent=2), encoding="utf-8")
-    _write_sums(out, out)
-    return release
-
-
-def _empty_folder(out: Path, force: bool) -> Path:
-    """``out`` as an empty folder to write the release into (``force``: empty it first)."""
-    if out.exists() and not out.is_dir():
-        raise TruthlineError(f"{out} is a file, not a folder; choose a new folder for the release")
-    if out.exists() and any(out.iterdir()):
-        if not force:
-            raise TruthlineError(f"{out} is not empty; choose a new folder or pass --force")
-        shutil.rmtree(out)
-    return out
-
-
 def _new_key(priv: Path) -> bytes:
     """A fresh pseudonym secret, kept in ``private/pseudonym.key`` (0600)."""
     secret = secrets.token_bytes(32)
@@ -232,76 +360,6 @@ def _new_key(priv: Path) -> bytes:
     key_file.touch(mode=0o600)
     key_file.write_text(secret.hex() + "\n", encoding="utf-8")
     return secret
-
-
-def _collect_item(
-    rec: _Records,
-    project: Project,
-    it: GoldItem,
-    where: tuple[str, str],
-    public: Path,
-    media_col: str,
-    sources: dict[tuple[int, str], list[str]],
-    names: _Pseudonyms,
-) -> None:
-    """Append one item's public row and private records; ``where`` is its (split, cluster)."""
-    from truthline.models import render_prompt
-
-    pub_item = _public_item(project, it)
-    media = _publish_media(it, public, media_col)
-    system, user = render_prompt(project, pub_item)
-    prov_public = []
-    for path, value in it.values.items():
-        srcs = sources.get((it.item_id, path), [])
-        rec.targets.append({"item": it.key, "path": path, "value": value})
-        prov = it.provenance[path]
-        rec.provenance.append(
-            {"item": it.key, "path": path, "provenance": prov, "sources": srcs, "arm": it.arm}
-        )
-        prov_public.append(
-            {"path": path, "provenance": prov, "sources": [names.public(s) for s in srcs]}
-        )
-    columns: dict[str, Any] = {}
-    if pub_item["meta"]:
-        columns["meta"] = pub_item["meta"]
-    columns["system"], columns["prompt"] = system, user
-    cands = _entity_ids(project, it)
-    if cands:
-        columns["candidates"] = cands
-    columns["gold"] = nested_gold(project, it.values)
-    columns["provenance"] = prov_public
-    columns["simulated"] = it.sim_truth is not None
-    rec.rows.append(PublicRow(it.key, where[0], media, columns))
-    rec.entities.append(
-        {
-            "item": it.key,
-            "parent": it.parent,
-            "meta": it.meta,
-            "ids": cands,
-            "media": [name for name, _ in media],
-            "split": where[0],
-            "cluster": where[1],
-        }
-    )
-    if it.sim_truth is not None:
-        rec.truth.append({"item": it.key, "truth": it.sim_truth})
-
-
-ANSWER_COLUMNS = ("gold", "provenance")
-"""Public columns that give an item's answers away (withheld for a hidden test split)."""
-
-
-def _withhold_test_answers(rec: _Records) -> None:
-    """Move the answer columns of every test row to ``rec.test_answers`` (the public row
-    keeps them as nulls, so both splits share one schema and load as one dataset)."""
-    for row in rec.rows:
-        if row.split != "test":
-            continue
-        rec.test_answers.append(
-            {"item": row.key, **{c: row.columns.get(c) for c in ANSWER_COLUMNS}}
-        )
-        for c in ANSWER_COLUMNS:
-            row.columns[c] = None
 
 
 def _publish_media(it: GoldItem, public: Path, media_col: str) -> list[tuple[str, Path]]:
@@ -320,39 +378,25 @@ def _publish_media(it: GoldItem, public: Path, media_col: str) -> list[tuple[str
     return media
 
 
-def _write_private(priv: Path, rec: _Records, tab_fmt: str) -> list[Path]:
-    """The exact records ``load_release`` reads back, in ``private/``."""
-    files = [
-        _write_table(rec.targets, priv / "targets", tab_fmt),
-        _write_table(rec.provenance, priv / "provenance", tab_fmt),
-        _write_table(rec.entities, priv / "entities", tab_fmt),
-    ]
-    if rec.truth:
-        files.append(_write_table(rec.truth, priv / "simulated_truth", "jsonl"))
-    if rec.test_answers:
-        files.append(_write_table(rec.test_answers, priv / "test_answers", tab_fmt))
-    return files
-
-
 def _write_sheets(
     out: Path,
     store: Store,
     project: Project,
-    gold: Any,
+    scan: GoldScan,
     targets: list[str],
     names: _Pseudonyms,
     info: dict[str, Any],
     split_rule: dict[str, Any],
-    counted: list[GoldItem],
+    comp: dict[str, Any],
 ) -> dict[str, Any]:
     """The dataset card (``public/README.md``, then public checksums) and the datasheet,
-    with every annotator as a pseudonym; returns the datasheet. Its class table and
-    annotation density count ``counted`` (the items whose answers are public)."""
-    sheet = datasheet(store, project, gold, targets)
-    sheet |= composition(project, counted)
+    with every annotator as a pseudonym; returns the datasheet. ``comp`` is its class
+    table and annotation density, counted on the items whose answers are public."""
+    sheet = datasheet(store, project, scan, targets)
+    sheet |= comp
     sheet["composition_of"] = (
         "all released items"
-        if len(counted) == len(gold.items)
+        if comp["density"]["clips"] == len(scan.keys)
         else "train split only (test answers withheld)"
     )
     sheet["exclusions"] = [
@@ -367,16 +411,6 @@ def _write_sheets(
     (out / "DATASHEET.md").write_text(_datasheet_md(sheet), encoding="utf-8")
     (out / "datasheet.json").write_text(json.dumps(sheet, indent=2, default=str), encoding="utf-8")
     return sheet
-
-
-def _gold_sources(store: Store, snapshot: str) -> dict[tuple[int, str], list[str]]:
-    """(item id, path) -> who the gold value came from (annotator ids, roles, model specs)."""
-    g = tables.gold
-    with store.begin() as conn:
-        rows = conn.execute(
-            select(g.c.item_id, g.c.field_path, g.c.sources).where(g.c.snapshot == snapshot)
-        ).all()
-    return {(int(i), str(p)): [str(s) for s in (src or [])] for i, p, src in rows}
 
 
 def _write_sums(root: Path, where: Path) -> None:
@@ -405,16 +439,9 @@ def verify_release(path: Path) -> list[str]:
     return bad
 
 
-def datasheet(store: Store, project: Project, gold: Any, targets: list[str]) -> dict[str, Any]:
+def datasheet(store: Store, project: Project, scan: GoldScan, targets: list[str]) -> dict[str, Any]:
     """Datasheet facts from the store: counts, strata, provenance, audit summary, exclusions."""
     t = tables
-    strata: dict[str, dict[str, int]] = {}
-    for s in project.strata:
-        counts: dict[str, int] = {}
-        for it in gold.items:
-            v = str(it.meta.get(s, ""))
-            counts[v] = counts.get(v, 0) + 1
-        strata[s] = counts
     with store.begin() as conn:
         ann = conn.execute(
             select(
@@ -441,20 +468,20 @@ def datasheet(store: Store, project: Project, gold: Any, targets: list[str]) -> 
     return {
         "title": project.title or project.name,
         "description": project.description,
-        "items_in_release": len(gold.items),
+        "items_in_release": len(scan.keys),
         "items_in_project": int(n_items),
-        "items_not_released": int(n_items) - len(gold.items),
-        "decisions": sum(len(it.values) for it in gold.items),
+        "items_not_released": int(n_items) - len(scan.keys),
+        "decisions": scan.decisions,
         "targets": targets,
-        "strata": strata,
-        "provenance": gold.counts(),
+        "strata": scan.strata,
+        "provenance": scan.provenance,
         "audit": {
             "annotations_by_arm_tier": {f"{a}/tier{tr}": int(n) for a, tr, n in ann},
             "annotators": int(annotators),
         },
         "exclusions": [{"annotator": a, "reason": r} for a, r in excl],
-        "gold_snapshot": gold.snapshot,
-        "simulated": any(it.sim_truth is not None for it in gold.items),
+        "gold_snapshot": scan.snapshot,
+        "simulated": scan.simulated,
         **_licence(project),
     }
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
 import random
 import re
 from collections.abc import Callable, Sequence
@@ -25,6 +26,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from truthline._limits import MAX_INPUT_BYTES, read_capped
 from truthline._names import inside
 from truthline.benchmark._gold import GoldItem
 from truthline.errors import TruthlineError
@@ -240,3 +242,110 @@ def read_images(public: Path, media_col: str) -> dict[str, list[tuple[str, bytes
             imgs = [media] if media_col == "image" else list(media or [])
             out[key] = [(m["path"], m["bytes"]) for m in imgs]
     return out
+
+
+# -- verifying a release against its SHA256SUMS -----------------------------------------
+_SUM_LINE = re.compile(r"^(?P<hash>[0-9a-fA-F]{64})  (?P<rel>\S.*)$")
+"""A line as ``sha256sum`` and ``_export`` write it: the digest, two spaces, the path."""
+
+
+@dataclass
+class Verification:
+    """What ``verify_files`` found: files whose checksum differs, listed files that are
+    gone, and files present but not listed (an added file is no part of what was signed)."""
+
+    mismatched: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    unlisted: list[str] = field(default_factory=list)
+
+    @property
+    def failures(self) -> list[str]:
+        """Every failing path, sorted (empty: the release is intact)."""
+        return sorted({*self.mismatched, *self.missing, *self.unlisted})
+
+    def summary(self) -> str:
+        """One line: how many of each failure, with the first few paths."""
+        parts = []
+        for what, paths in (
+            ("checksum mismatch", self.mismatched),
+            ("listed but missing", self.missing),
+            ("not listed in SHA256SUMS", self.unlisted),
+        ):
+            if paths:
+                more = f" and {len(paths) - 5} more" if len(paths) > 5 else ""
+                parts.append(f"{what}: {', '.join(paths[:5])}{more}")
+        return "; ".join(parts)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "mismatches": self.failures,
+            "mismatched": self.mismatched,
+            "missing": self.missing,
+            "unlisted": self.unlisted,
+        }
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _listed(release: Path, sums: Path) -> dict[str, str]:
+    """Relative path -> checksum from SHA256SUMS; a malformed line, a path listed twice or
+    one leaving the release (``..``, absolute, a symlink out) is an error naming its line."""
+    root = release.resolve()
+    out: dict[str, str] = {}
+    try:
+        text = read_capped(sums, MAX_INPUT_BYTES, "SHA256SUMS").decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TruthlineError(f"{sums}: not UTF-8 text (byte {exc.start})") from None
+    for n, line in enumerate(text.splitlines(), start=1):
+        m = _SUM_LINE.match(line)
+        if not m:
+            raise TruthlineError(
+                f"{sums}:{n}: malformed line {line[:80]!r}; expected '<64 hex digits>  <path>'"
+            )
+        rel = m["rel"]
+        target = (release / rel).resolve()
+        if Path(rel).is_absolute() or ".." in Path(rel).parts or not target.is_relative_to(root):
+            raise TruthlineError(
+                f"{sums}:{n}: {rel!r} points outside the release; a release lists only its "
+                "own files"
+            )
+        if rel in out:
+            raise TruthlineError(f"{sums}:{n}: {rel!r} is listed twice")
+        out[rel] = m["hash"].lower()
+    return out
+
+
+def _present(release: Path, sums: Path) -> list[str]:
+    """Every file under the release (symlinks not followed), but SHA256SUMS itself."""
+    found = []
+    for folder, dirs, files in os.walk(release):
+        linked = [d for d in dirs if (Path(folder) / d).is_symlink()]  # os.walk skips them
+        for name in [*files, *linked]:
+            p = Path(folder) / name
+            if p != sums:
+                found.append(p.relative_to(release).as_posix())
+    return sorted(found)
+
+
+def verify_files(path: Path) -> Verification:
+    """Check a release folder (or its ``public/`` half) against its SHA256SUMS."""
+    release = Path(path)
+    sums = release / "SHA256SUMS"
+    if not sums.is_file():
+        raise TruthlineError(f"{release} has no SHA256SUMS; is it a truthline release?")
+    listed = _listed(release, sums)
+    res = Verification()
+    for rel, digest in sorted(listed.items()):
+        f = release / rel
+        if not f.is_file():
+            res.missing.append(rel)
+        elif _file_sha256(f) != digest:
+            res.mismatched.append(rel)
+    res.unlisted = [rel for rel in _present(release, sums) if rel not in listed]
+    return res

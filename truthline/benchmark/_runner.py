@@ -51,6 +51,12 @@ class RunConfig:
     retry_missing: bool = False
     max_failures: int | None = 5
     """Consecutive unfixable failures (endpoint down, key rejected) that stop the run."""
+    wait_claimed: bool = False
+    """Wait for requests another live run has claimed (default: leave them to it; the
+    entry counts them as not run, so a rerun afterwards takes their answers)."""
+    journal_dir: Path | None = None
+    """Where paid answers are journaled before their store write (default: the
+    workspace's ``journal/``, ``truthline.models._journal.default_journal_dir``)."""
     extra: dict[str, Any] = field(default_factory=dict)
     frames: int | None = None
     """Re-sample each clip at this many frames from its source video (the frame-density
@@ -364,7 +370,7 @@ def run_benchmark(
     store: Store, project: Project, cfg: RunConfig, *, progress: bool = True
 ) -> dict[str, Any]:
     """Run (or resume) a benchmark; returns the run's manifest."""
-    from truthline.models import EndpointFailingError, parse_model_spec, run_requests
+    from truthline.models import EndpointFailingError
 
     if cfg.condition not in CONDITIONS:
         raise TruthlineError(f"unknown condition {cfg.condition!r} (use base or gt)")
@@ -418,20 +424,66 @@ def run_benchmark(
 
         items = resample_items(items, cfg.frames, cfg.video_root, cfg.frames_dir)
     run_id = cfg.run_id or default_run_id(project, gold, cfg)
+    specs = [_checked_spec(project, t) for t in cfg.models]  # before the run row: no stuck run
     manifest = _open_run(store, project, run_id, gold, cfg, targets)
-    seed = project.benchmark.seed
-    for spec_text in cfg.models:
-        spec = parse_model_spec(spec_text)
-        from truthline.benchmark import _baselines  # registers the rule: backend
+    try:
+        return _run_models(
+            store, project, cfg, run_id, manifest, specs, items, targets, progress, excluded
+        )
+    except (EndpointFailingError, RunInterrupted):
+        raise  # closed as partial where raised
+    except BaseException:
+        _fail_run(store, run_id, manifest)  # never left at `running`
+        raise
 
-        if spec.kind == "rule":
-            _baselines.load_project_rules(project)
-            if spec.name not in _baselines.registered_rules():
-                raise TruthlineError(
-                    f"unknown rule {spec.name!r} (registered: "
-                    f"{', '.join(_baselines.registered_rules())}; a project adds rules in "
-                    f"{_baselines.RULES_FILE} beside its definition)"
-                )
+
+def _checked_spec(project: Project, spec_text: str) -> Any:
+    """A ``--model`` spec parsed and its backend built (which checks the name: a rule that
+    is not registered, a local model folder that is missing, an unknown kind), so a typo
+    fails before the run row is opened rather than leaving a run at ``running``."""
+    from truthline.benchmark import _baselines  # registers the rule: backend
+    from truthline.models import get_backend, parse_model_spec
+
+    spec = parse_model_spec(spec_text)
+    if spec.kind == "rule":
+        _baselines.load_project_rules(project)
+        if spec.name not in _baselines.registered_rules():
+            raise TruthlineError(
+                f"unknown rule {spec.name!r} (registered: "
+                f"{', '.join(_baselines.registered_rules())}; a project adds rules in "
+                f"{_baselines.RULES_FILE} beside its definition)"
+            )
+    get_backend(spec)
+    return spec
+
+
+def _fail_run(store: Store, run_id: str, manifest: dict[str, Any]) -> None:
+    """Close a run an unexpected error stopped as ``failed`` (a rerun resumes it)."""
+    manifest["finished_at"] = now().isoformat()
+    with store.begin() as conn:
+        conn.execute(
+            tables.runs.update()
+            .where(tables.runs.c.id == run_id)
+            .values(manifest=manifest, status="failed", updated_at=now())
+        )
+
+
+def _run_models(
+    store: Store,
+    project: Project,
+    cfg: RunConfig,
+    run_id: str,
+    manifest: dict[str, Any],
+    specs: list[Any],
+    items: list[GoldItem],
+    targets: list[str],
+    progress: bool,
+    excluded: dict[str, list[str]],
+) -> dict[str, Any]:
+    from truthline.models import EndpointFailingError, run_requests
+
+    seed = project.benchmark.seed
+    for spec in specs:
         support = support_of(project, items, targets) if spec.kind == "rule" else None
         alias = spec.alias
         variant = cfg.variant or ""
@@ -454,6 +506,7 @@ def run_benchmark(
 
         entry_key = f"{alias}|{variant}|{cfg.condition}|{cfg.control}"
         persist = _ResultWriter(run_id, alias, variant, cfg, project, by_id, targets)
+        claims = _claims(cfg, run_id, alias)
         try:
             results = run_requests(
                 store,
@@ -465,6 +518,8 @@ def run_benchmark(
                 progress=progress,
                 persist=None if stage is not None else persist,
                 max_failures=cfg.max_failures,
+                claims=claims,
+                journal_dir=cfg.journal_dir,
             )
         except EndpointFailingError:  # the endpoint kept failing: close the run as partial
             manifest["entries"].setdefault(
@@ -497,6 +552,10 @@ def run_benchmark(
         entry["settings"] = reqs[0].settings if reqs else entry.get("settings")
         entry["simulated"] = any(r.simulated for r in results) or entry.get("simulated", False)
         entry["not_run"] = sum(r.status == "not_run" for r in results)
+        if claims.left:  # left to another live run: this entry stays partial
+            entry["claimed_elsewhere"] = {**claims.as_dict(), "message": claims.message()}
+        else:
+            entry.pop("claimed_elsewhere", None)
         manifest["entries"][entry_key] = entry
         stop = next((r.reason for r in results if r.status == "not_run"), None)
         if stop in ("interrupted", "terminated"):
@@ -508,6 +567,14 @@ def run_benchmark(
             )
     _close_run(store, run_id, manifest)
     return load_manifest(store, run_id)
+
+
+def _claims(cfg: RunConfig, run_id: str, alias: str) -> Any:
+    """How this entry treats requests another live run claimed (``RunConfig.wait_claimed``)."""
+    from truthline.models._claims import Claims
+
+    mode = "wait" if cfg.wait_claimed else "skip"
+    return Claims(mode=mode, label=f"benchmark {run_id} {alias}")
 
 
 class RunInterrupted(TruthlineError):

@@ -9,7 +9,6 @@ from typing import Annotated
 import typer
 
 from truthline._cli_common import JsonOpt, console, err_console, print_json
-from truthline.workspace import Workspace
 
 
 def demo(
@@ -67,6 +66,7 @@ def demo(
     writes reports and a release. Rerunning resumes; --fresh starts over.
     """
     from truthline.demo._loop import Demo, fresh_workspace
+    from truthline.workspace import Workspace
 
     if scenes:  # a demo another package registers (SynDORBench's, truthline.demos "scenes")
         from truthline.demo._registry import demos

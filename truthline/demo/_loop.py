@@ -29,7 +29,7 @@ from sqlalchemy import select
 
 from truthline.errors import TruthlineError
 from truthline.project import Project
-from truthline.store import tables
+from truthline.store import mark_simulated, tables
 from truthline.workspace import Workspace
 
 PREFILL_MODEL = "simulated:steel-v1"
@@ -103,6 +103,7 @@ class Demo:
         self.quiet = quiet
         self.result = DemoResult(ws.root)
         self.project: Project
+        self._metas: dict[int, dict[str, Any]] = {}
         self._n = 0
 
     # -- helpers ------------------------------------------------------------------------
@@ -242,7 +243,9 @@ class Demo:
         store, client = self.ws.store, self.target.client
         pull(store, self.project, client, progress=False)  # resume: what is already there
         done = self._done()
-        truth = {i["id"]: i["sim_truth"] for i in store.items(self.project.name) if i["sim_truth"]}
+        items = [i for i in store.items(self.project.name) if i["sim_truth"]]
+        truth = {i["id"]: i["sim_truth"] for i in items}
+        self._metas = {i["id"]: i["meta"] for i in items}  # person boxes the annotators draw
         preds = self._shown()
         tasks = self._tasks()
         clients = {
@@ -290,6 +293,8 @@ class Demo:
                     item, EXPERT, "review", truth, preds, tasks, clients, submit_annotation
                 )
         rep = pull(store, self.project, client, progress=not self.quiet)
+        # they came through Label Studio like people: the store says they are SIMULATED
+        mark_simulated(store, self.project.name, [a.email for a in (*TEAM, EXPERT)])
         self.console.print(
             f"tier 2: {reviewed} expert reviews posted; pulled {rep.annotations} annotations"
         )
@@ -324,7 +329,7 @@ class Demo:
         t, lp = tables.ls_tasks, tables.ls_projects
         with self.ws.store.begin() as conn:
             rows = conn.execute(
-                select(t.c.item_id, t.c.ls_task_id, t.c.ls_project_id, lp.c.arm)
+                select(t.c.item_id, t.c.ls_task_id, t.c.ls_project_id, t.c.shown, lp.c.arm)
                 .join(
                     lp,
                     (lp.c.ls_project_id == t.c.ls_project_id) & (lp.c.server_url == t.c.server_url),
@@ -332,7 +337,12 @@ class Demo:
                 .where(lp.c.project == self.project.name)
             ).all()
         return {
-            (r.item_id, r.arm): {"task": r.ls_task_id, "ls_project": r.ls_project_id} for r in rows
+            (r.item_id, r.arm): {
+                "task": r.ls_task_id,
+                "ls_project": r.ls_project_id,
+                "shown": r.shown,
+            }
+            for r in rows
         }
 
     def _plan(self, tasks: dict, truth: dict) -> list[tuple[int, DemoAnnotator, str]]:
@@ -361,12 +371,22 @@ class Demo:
         if task is None:
             return 0
         shown = preds.get(item) if arm == "anchored" else None
+        if shown is not None:  # as the task showed it: with the detector boxes push placed
+            from truthline.annotate import with_placed_boxes
+
+            shown = with_placed_boxes(self.project, shown, task.get("shown"))
         rng = random.Random(f"{self.seed}:{item}:{ann.email}:{arm}")
         # field difficulty: hard fields (action, worker count) hide wrong prefills, so harmful
         # anchoring concentrates there (SteelBench's gradient), as in the store-only scenario
         dec = decide_annotation(
             ann.behaviour, self.project, truth[item], shown, rng, difficulty=DIFFICULTY
         )
+        # a SIMULATED annotator draws each worker's box where the person is (the detector's
+        # box, matched as push matches it): review tabs then show real boxes, no squares,
+        # and an anchored annotator who keeps a placed box keeps exactly what was shown
+        from truthline.annotate import place_entities
+
+        values, _ = place_entities(self.project, dec.values, self._metas.get(item))
         parent = None
         if shown is not None:
             t = self.target.client.get(f"/api/tasks/{task['task']}")
@@ -376,7 +396,7 @@ class Demo:
             clients[ann.email],
             self.project,
             task["task"],
-            dec.values,
+            values,
             dec.lead_time,
             parent,
             shown=shown,
@@ -473,6 +493,8 @@ class Demo:
         self.step("summary")
         s = self.result.steps
         a = s.get("audit", {})
+        for line in gradient_lines(a.get("gradient")):  # the finding first, then who, then slices
+            self.console.print(line)
         self.console.print(
             f"planted rubber-stamper: {', '.join(a.get('planted_rubber_stamper', []))}; "
             f"flagged by the audit: [bold]{', '.join(a.get('flagged', [])) or 'nobody'}[/]"
@@ -533,6 +555,31 @@ class Demo:
         self.benchmark()
         self.summary()
         return self.result
+
+
+def gradient_lines(g: Any) -> list[str]:
+    """The audit's provenance gradient as the summary's opening lines: the prefill VLM's
+    agreement with blind labels, anchored labels and VLM-sourced gold, each with its 95%
+    interval, then the VLM-sourced minus blind inflation. It leads the summary because it is
+    the tool's finding (the flagged annotator and the benchmark slices follow from it)."""
+    if not isinstance(g, dict) or not any(g.get(k) for k in ("blind", "anchored", "vlm_sourced")):
+        return []
+    from rich.markup import escape
+
+    from truthline.stats import fmt_ci
+
+    def pct(x: Any) -> str:
+        return fmt_ci(x, digits=1, scale=100.0, unit="%", missing="-")
+
+    who = escape(str(g.get("predictions") or "the prefill VLM"))
+    return [
+        f"[bold]provenance gradient[/] of {who} (SIMULATED; agreement, 95% CI):",
+        f"  blind labels        {pct(g.get('blind'))}",
+        f"  anchored labels     {pct(g.get('anchored'))}",
+        f"  VLM-sourced gold    {pct(g.get('vlm_sourced'))}",
+        "  VLM-sourced − blind "
+        f"{fmt_ci(g.get('inflation_pp'), digits=1, sign=True, unit=' pp', missing='-')}",
+    ]
 
 
 def _short(d: Any) -> str:

@@ -142,6 +142,7 @@ def build_simulated_loop(
                         value=val,
                         lead_time=lead,
                         source="simulated",
+                        simulated=True,
                         source_id=f"sim:{arm}:{a}:{item}",
                         shown_prediction_id=p_ids[item] if arm in ("anchored", "review") else None,
                         model_version=PREFILL if arm == "anchored" else None,

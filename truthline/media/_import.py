@@ -14,12 +14,14 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, select
 
+from truthline._limits import input_file
 from truthline.errors import TruthlineError
 from truthline.project import Project
 from truthline.store import Store, now, tables
@@ -110,6 +112,15 @@ def discover(project: Project, path: Path, root: Path) -> list[Candidate]:
     return out
 
 
+def _problems(what: str, problems: list[str]) -> str:
+    """One problem as one line; several under a heading, at most 50 of them."""
+    if len(problems) == 1:
+        return f"{problems[0]} (nothing was imported)"
+    head = "\n".join(problems[:50])
+    more = f"\n... and {len(problems) - 50} more" if len(problems) > 50 else ""
+    return f"{what} problems (nothing was imported):\n{head}{more}"
+
+
 MAX_KEY = 500
 """items.key is String(500)."""
 
@@ -120,6 +131,12 @@ def _distinct_keys(candidates: list[Candidate], root: Path) -> None:
     problems: list[str] = []
     for c in candidates:
         shown = c.media[0].relative_to(root).as_posix() if c.media else c.key
+        if _CONTROL.search(shown):
+            problems.append(
+                f"{shown!r}: the file name holds a line break or another control character; "
+                "rename it"
+            )
+            continue
         if len(c.key) > MAX_KEY:
             problems.append(
                 f"{shown}: its item key is {len(c.key)} characters (at most {MAX_KEY}); "
@@ -135,9 +152,7 @@ def _distinct_keys(candidates: list[Candidate], root: Path) -> None:
             "(keys are paths without the extension)"
         )
     if problems:
-        head = "\n".join(problems[:50])
-        more = f"\n... and {len(problems) - 50} more" if len(problems) > 50 else ""
-        raise TruthlineError(f"media problems (nothing was imported):\n{head}{more}")
+        raise TruthlineError(_problems("media", problems))
 
 
 def read_metadata(
@@ -148,9 +163,12 @@ def read_metadata(
     by_path = {m.relative_to(root).as_posix(): c for c in candidates for m in c.media}
     problems: list[str] = []
     try:
+        input_file(csv_path, "metadata CSV")
         fh = csv_path.open(newline="", encoding="utf-8-sig")
     except OSError as exc:
         raise TruthlineError(f"{csv_path}: cannot read the metadata CSV: {exc.strerror}") from None
+    except TruthlineError as exc:
+        raise TruthlineError(f"cannot read the metadata CSV: {exc}") from None
     try:
         with fh:
             _read_rows(fh, csv_path, project, by_key, by_path, root, problems)
@@ -161,9 +179,7 @@ def read_metadata(
     except csv.Error as exc:
         raise TruthlineError(f"{csv_path}: not a readable CSV file: {exc}") from None
     if problems:
-        head = "\n".join(problems[:50])
-        more = f"\n... and {len(problems) - 50} more" if len(problems) > 50 else ""
-        raise TruthlineError(f"metadata problems (nothing was imported):\n{head}{more}")
+        raise TruthlineError(_problems("metadata", problems))
 
 
 def _read_rows(
@@ -179,7 +195,8 @@ def _read_rows(
     reader = csv.DictReader(fh)
     if reader.fieldnames is None:
         raise TruthlineError(f"{csv_path}: empty file; a metadata CSV needs a header row")
-    cols = reader.fieldnames
+    cols = list(reader.fieldnames)
+    _header_ok(csv_path, cols)
     id_col = next(
         (c for c in ("key", "item", "item_id", "path", "file", "clip") if c in cols), None
     )
@@ -196,15 +213,31 @@ def _read_rows(
         if None in row:
             problems.append(f"{csv_path}: row {rowno}: more cells than the header has columns")
             continue
+        nul = next((c for c, v in row.items() if "\0" in (v or "")), None)
+        if nul is not None:
+            problems.append(
+                f"{csv_path}: row {rowno}, column {nul!r}: a NUL byte; is this a CSV text file?"
+            )
+            continue
         ident = (row.get(id_col) or "").strip()
         if not ident:
             problems.append(f"{csv_path}: row {rowno}, column {id_col!r}: empty")
             continue
-        cand = (
-            by_key.get(ident)
-            or by_path.get(ident)
-            or by_key.get(Path(ident).with_suffix("").as_posix())
-        )
+        if _CONTROL.search(ident):
+            problems.append(
+                f"{csv_path}: row {rowno}, column {id_col!r}: {ident!r} holds a line break or "
+                "another control character; no item key or file name may"
+            )
+            continue
+        matches = _matches(ident, by_key, by_path)
+        if len(matches) > 1:
+            problems.append(
+                f"{csv_path}: row {rowno}, column {id_col!r}: {ident!r} matches "
+                f"{len(matches)} items ({', '.join(repr(c.key) for c in matches)}); "
+                "give the file's path with its extension"
+            )
+            continue
+        cand = matches[0] if matches else None
         if cand is None:
             problems.append(
                 f"{csv_path}: row {rowno}, column {id_col!r}: no media item {ident!r} under {root}"
@@ -238,6 +271,44 @@ def _read_rows(
                     f"{len(meta[project.cluster])} characters (at most {MAX_KEY})"
                 )
             cand.parent = meta[project.cluster]
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+"""Characters no item key or media file name may hold: a line break would split the key
+across lines in every CSV, log and listing it is written to."""
+
+
+def _header_ok(csv_path: Path, cols: list[str]) -> None:
+    """Refuse a header a reader would silently mangle: two columns of one name (the later
+    one wins) or a NUL byte (a binary or truncated file)."""
+    first: dict[str, int] = {}
+    for i, c in enumerate(cols, start=1):
+        if "\0" in c:
+            raise TruthlineError(
+                f"{csv_path}: row 1, column {i}: a NUL byte in the header; is this a CSV text file?"
+            )
+        if c in first:
+            raise TruthlineError(
+                f"{csv_path}: row 1: column {c!r} is given twice (columns {first[c]} and {i}); "
+                "rename or remove one"
+            )
+        first[c] = i
+
+
+def _matches(
+    ident: str, by_key: dict[str, Candidate], by_path: dict[str, Candidate]
+) -> list[Candidate]:
+    """Every item a metadata identifier may name: its key, its media path, or its path
+    without the extension (``a.v1`` is item ``a.v1`` and, less its suffix, item ``a``)."""
+    try:
+        bare = Path(ident).with_suffix("").as_posix()
+    except ValueError:  # no file name to take a suffix from ('.', '/')
+        bare = ident
+    found: list[Candidate] = []
+    for c in (by_key.get(ident), by_path.get(ident), by_key.get(bare)):
+        if c is not None and all(c is not f for f in found):
+            found.append(c)
+    return found
 
 
 def import_items(

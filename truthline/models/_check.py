@@ -22,6 +22,12 @@ _HINTS = {
 }
 
 
+def _where(be: Any) -> str:
+    """The host a backend sends to (``host`` of remote backends), else what it is."""
+    host = getattr(be, "host", None)
+    return str(host) if host else be.describe()
+
+
 def check_model(spec_text: str, *, context: dict[str, Any] | None = None) -> dict[str, Any]:
     """Send one test request (not cached); raises TruthlineError with a hint on failure."""
     spec = parse_model_spec(spec_text)
@@ -49,14 +55,13 @@ def check_model(spec_text: str, *, context: dict[str, Any] | None = None) -> dic
     try:
         comp = asyncio.run(go())
     except InfraError as exc:
-        hint = _HINTS.get(exc.reason, exc.detail or "").format(
-            url=spec.safe_url or "api.openai.com"
-        )
+        hint = _HINTS.get(exc.reason, exc.detail or "").format(url=_where(be))
         raise TruthlineError(f"model {spec.alias}: {exc.reason}: {hint}") from None
     status, reason, values, _ = classify(req.fields, comp)
     return {
         "model": spec.alias,
         "endpoint": be.describe(),
+        "host": getattr(be, "host", None),
         "simulated": be.simulated,
         "status": status,
         "reason": reason,

@@ -1,25 +1,157 @@
 """``openai:MODEL[@URL]`` — any OpenAI-compatible chat-completions server.
 
-api.openai.com by default (key from ``OPENAI_API_KEY``, or the variable named by the
-``key_env`` option); with ``@URL`` any compatible server (vLLM, SGLang, Ollama, LM
-Studio), where a missing key is sent as ``EMPTY``. The SDK's own retries are off: the
-runner retries infrastructure failures itself (one retry policy for every backend).
-The key is never printed, logged or stored.
+Where a request goes (``endpoint``): the spec's ``@URL``; else ``OPENAI_BASE_URL`` (the
+SDK's own variable: the user named the host); else https://api.openai.com/v1. The first
+call prints ``sending to HOST`` on stderr, so a wrong host is seen before data leaves.
+
+Which key goes there (``api_key``): the variable named by ``key_env`` or the file named by
+``key_file`` (the user bound that key to this spec's host); else ``OPENAI_API_KEY``, but
+only to api.openai.com or the ``OPENAI_BASE_URL`` host. A server named in the spec (vLLM,
+SGLang, Ollama, LM Studio) gets ``EMPTY`` and none of the SDK's environment headers
+(organization, project, ``OPENAI_CUSTOM_HEADERS``): OpenAI credentials never reach a host
+the user did not pair them with. A key with a character HTTP cannot carry is refused when
+the backend is built. The SDK's own retries are off: the runner retries infrastructure
+failures itself (one retry policy for every backend). The key is never printed, logged or
+stored; a rejected key raises ``AuthError`` so the runner can stop at once.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import time
+from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from truthline.errors import TruthlineError
 from truthline.models._images import data_url
 from truthline.models._registry import Backend, backend
-from truthline.models._types import Completion, InfraError, ModelRequest
+from truthline.models._spec import ModelSpec, endpoint_url, redact_url, url_host
+from truthline.models._types import AuthError, Completion, InfraError, ModelRequest
 
 _PASS = ("temperature", "top_p", "seed", "reasoning_effort", "stop")
+
+OPENAI_URL = "https://api.openai.com/v1"
+OPENAI_HOST = "api.openai.com"
+BASE_URL_ENV = "OPENAI_BASE_URL"
+KEY_ENV = "OPENAI_API_KEY"
+_ENV_HEADERS = ("OpenAI-Organization", "OpenAI-Project")
+"""Headers the SDK fills from the environment (OPENAI_ORG_ID, OPENAI_PROJECT_ID)."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a spec's requests go. ``url`` may hold a password: show ``host`` only."""
+
+    url: str
+    host: str
+    source: str
+    """``spec`` (its ``@URL``), ``OPENAI_BASE_URL`` or ``default`` (api.openai.com)."""
+
+    @property
+    def origin(self) -> tuple[str, str, int]:
+        """``(scheme, host, port)`` with the scheme's default port filled in."""
+        parts = urlsplit(self.url)
+        return _origin(parts.scheme, parts.hostname or "", parts.port)
+
+    @property
+    def official(self) -> bool:
+        """api.openai.com over https (its default port)."""
+        return self.origin == ("https", OPENAI_HOST, 443)
+
+    @property
+    def env_bound(self) -> bool:
+        """The SDK's environment credentials may go here: the host is OpenAI's, or the user
+        named it in ``OPENAI_BASE_URL`` (the variable the SDK pairs with the key)."""
+        return self.official or self.source == BASE_URL_ENV
+
+
+def _origin(scheme: str, host: str, port: int | None) -> tuple[str, str, int]:
+    scheme = scheme.lower()
+    return scheme, host.lower().strip("[]"), port or (443 if scheme == "https" else 80)
+
+
+def endpoint(spec: ModelSpec) -> Endpoint:
+    """The endpoint of a spec (see the module docstring); a malformed ``OPENAI_BASE_URL``
+    is one error naming the variable."""
+    if spec.url:
+        return Endpoint(spec.url, url_host(spec.url), "spec")
+    env = os.environ.get(BASE_URL_ENV, "").strip()
+    if env:
+        url = endpoint_url(env, f"the environment variable {BASE_URL_ENV}")
+        return Endpoint(url, url_host(url), BASE_URL_ENV)
+    return Endpoint(OPENAI_URL, OPENAI_HOST, "default")
+
+
+def _checked_key(spec: ModelSpec, key: str, where: str) -> str:
+    """``key`` if every character is one an HTTP header carries (printable ASCII, no
+    space); else one error naming where it came from (the key itself is never shown)."""
+    bad = next((i for i, c in enumerate(key) if not "!" <= c <= "~"), None)
+    if bad is not None:
+        what = "a non-ASCII" if ord(key[bad]) > 127 else "a space or control"
+        raise TruthlineError(
+            f"model {spec.alias}: the API key in {where} has {what} character at position "
+            f"{bad + 1}, which no HTTP request can carry; copy the key again (it is not shown)"
+        )
+    return key
+
+
+def api_key(spec: ModelSpec, ep: Endpoint | None = None) -> str:
+    """The key sent to ``ep`` (see the module docstring); ``EMPTY`` where none may go."""
+    ep = ep or endpoint(spec)
+    env = spec.opt("key_env")
+    if env:
+        key = os.environ.get(env, "").strip()
+        if not key:
+            raise TruthlineError(
+                f"model {spec.alias}: key_env={env} names an environment variable that is not "
+                "set; export it, or drop key_env"
+            )
+        return _checked_key(spec, key, f"${env}")
+    file = spec.opt("key_file")
+    if file:
+        try:
+            with open(file, encoding="utf-8") as fh:
+                key = fh.read().strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise TruthlineError(
+                f"model {spec.alias}: key_file={file}: cannot read the key ({type(exc).__name__})"
+            ) from None
+        if not key:
+            raise TruthlineError(f"model {spec.alias}: key_file={file} is empty")
+        return _checked_key(spec, key, f"key_file={file}")
+    if ep.env_bound:
+        key = os.environ.get(KEY_ENV, "").strip()
+        if key:
+            return _checked_key(spec, key, f"${KEY_ENV}")
+        if ep.official:
+            raise TruthlineError(
+                f"model {spec.alias}: no API key; set the environment variable {KEY_ENV} "
+                "(or pass ;key_env=NAME or ;key_file=PATH in the spec)"
+            )
+    return "EMPTY"
+
+
+def _env_header_names() -> list[str]:
+    """Header names ``OPENAI_CUSTOM_HEADERS`` would add (``Name: value`` per line)."""
+    raw = os.environ.get("OPENAI_CUSTOM_HEADERS") or ""
+    return [line.partition(":")[0].strip() for line in raw.split("\n") if ":" in line]
+
+
+def client_headers(ep: Endpoint, key: str) -> dict[str, Any]:
+    """Headers set on the client: the one ``Authorization`` this spec's key makes (which
+    overrides any from the environment), and for a host the environment's credentials are
+    not bound to, the SDK's environment headers removed."""
+    from openai import Omit
+
+    headers: dict[str, Any] = {"Authorization": f"Bearer {key}"}
+    if not ep.env_bound:
+        for name in (*_ENV_HEADERS, *_env_header_names()):
+            if name.lower() != "authorization":
+                headers[name] = Omit()
+    return headers
 
 
 def retry_after_seconds(headers: Any) -> float | None:
@@ -44,23 +176,6 @@ def retry_after_seconds(headers: Any) -> float | None:
             return None
 
 
-def api_key(spec: Any) -> str:
-    env = spec.opt("key_env", "OPENAI_API_KEY")
-    key = os.environ.get(env or "OPENAI_API_KEY")
-    if key:
-        return key
-    file = spec.opt("key_file")
-    if file and os.path.isfile(file):
-        with open(file, encoding="utf-8") as fh:
-            return fh.read().strip()
-    if spec.url:
-        return "EMPTY"
-    raise TruthlineError(
-        f"model {spec.alias}: no API key; set the environment variable {env} "
-        "(or pass ;key_env=NAME or ;key_file=PATH in the spec)"
-    )
-
-
 def build_messages(req: ModelRequest, detail: str | None = None) -> list[dict[str, Any]]:
     policy = req.settings.get("image_policy") or {}
     detail = detail or policy.get("detail", "auto")
@@ -76,6 +191,15 @@ def build_messages(req: ModelRequest, detail: str | None = None) -> list[dict[st
     return msgs
 
 
+def _tokens(value: Any) -> int:
+    """A usage count as the server reported it, never negative: a negative count would be
+    a negative cost, which the budget would count as money back."""
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError, OverflowError):
+        return 0
+
+
 def completion_from(resp: Any) -> Completion:
     """A Completion from a chat.completions response object."""
     if not getattr(resp, "choices", None):
@@ -83,10 +207,10 @@ def completion_from(resp: Any) -> Completion:
     ch = resp.choices[0]
     msg = ch.message
     usage = getattr(resp, "usage", None)
-    tin = int(getattr(usage, "prompt_tokens", 0) or 0)
-    tout = int(getattr(usage, "completion_tokens", 0) or 0)
+    tin = _tokens(getattr(usage, "prompt_tokens", 0))
+    tout = _tokens(getattr(usage, "completion_tokens", 0))
     details = getattr(usage, "completion_tokens_details", None)
-    think = int(getattr(details, "reasoning_tokens", 0) or 0)
+    think = min(_tokens(getattr(details, "reasoning_tokens", 0)), tout)
     return Completion(
         text=msg.content,
         finish_reason=ch.finish_reason,
@@ -108,10 +232,11 @@ def infra_error(exc: Exception) -> InfraError:
         return InfraError("connection", type(exc.__cause__ or exc).__name__)
     if isinstance(exc, openai.APIStatusError):
         code = exc.status_code
+        if code in (401, 403):
+            return AuthError(code)
         retry = code in (408, 409, 429) or code >= 500
         ra = retry_after_seconds(getattr(exc.response, "headers", None))
-        hint = " (check the API key)" if code in (401, 403) else ""
-        return InfraError(f"http_{code}", f"HTTP {code}{hint}", retry=retry, retry_after=ra)
+        return InfraError(f"http_{code}", f"HTTP {code}", retry=retry, retry_after=ra)
     if isinstance(exc, openai.APIResponseValidationError | ValueError):
         return InfraError("bad_response", f"{type(exc).__name__}: malformed response body")
     return InfraError("client_error", f"{type(exc).__name__}: {exc}", retry=False)
@@ -132,20 +257,39 @@ def _request_options() -> Any:
 class OpenAIBackend(Backend):
     paid = True
 
-    def __init__(self, spec):
+    def __init__(self, spec: ModelSpec):
         super().__init__(spec)
-        self._key = api_key(spec)
+        self.endpoint = endpoint(spec)
+        self._key = api_key(spec, self.endpoint)
         self._client: Any = None
         self._options: Any = None
         self.timeout = spec.opt_float("timeout", 120.0)
+
+    @property
+    def host(self) -> str:
+        """``HOST[:PORT]`` every request of this backend goes to."""
+        return self.endpoint.host
 
     def _get_client(self) -> Any:
         if self._client is None:
             import openai
 
-            self._client = openai.AsyncOpenAI(
-                api_key=self._key, base_url=self.spec.url, max_retries=0, timeout=self.timeout
+            client = openai.AsyncOpenAI(
+                api_key=self._key,
+                base_url=self.endpoint.url,
+                max_retries=0,
+                timeout=self.timeout,
+                default_headers=client_headers(self.endpoint, self._key),
             )
+            sent_to = _origin(client.base_url.scheme, client.base_url.host, client.base_url.port)
+            if sent_to != self.endpoint.origin:  # the SDK read the URL another way: send nothing
+                raise TruthlineError(
+                    f"model {self.spec.alias}: the HTTP client would send to {sent_to[1]}, not "
+                    f"{self.endpoint.host}; nothing was sent (report this as a bug)"
+                )
+            self._client = client
+            via = "" if self.endpoint.source != BASE_URL_ENV else f" (from ${BASE_URL_ENV})"
+            print(f"sending to {self.host}{via}: {self.spec.alias}", file=sys.stderr, flush=True)
         return self._client
 
     async def complete(self, request: ModelRequest) -> Completion:
@@ -178,7 +322,7 @@ class OpenAIBackend(Backend):
         )
 
     def describe(self) -> str:
-        return f"{self.spec.alias} at {self.spec.safe_url or 'https://api.openai.com/v1'}"
+        return f"{self.spec.alias} at {redact_url(self.endpoint.url)}"
 
     async def aclose(self) -> None:
         if self._client is not None:

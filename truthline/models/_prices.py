@@ -9,17 +9,30 @@ prints beside it (RealityBench Table 7); the built-in entries record none.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+from truthline.errors import TruthlineError
 from truthline.models._spec import ModelSpec
 
 
 @dataclass(frozen=True)
 class Price:
+    """USD per million tokens; a negative or non-finite rate is refused when the price is
+    made (a negative one would turn spending into credit and let a run past its budget)."""
+
     input_per_m: float
     output_per_m: float
     as_of: str | None = None
     """ISO date the list price was read from the developer's pricing page (None: not recorded)."""
+
+    def __post_init__(self) -> None:
+        for what, rate in (("input", self.input_per_m), ("output", self.output_per_m)):
+            if not isinstance(rate, int | float) or not math.isfinite(rate) or rate < 0:
+                raise TruthlineError(
+                    f"price: the {what} rate {rate!r} is not a finite number of USD per "
+                    "million tokens >= 0"
+                )
 
     def cost(self, tokens_in: int, tokens_out: int, tokens_thinking: int = 0) -> float:
         return (
@@ -45,7 +58,24 @@ PRICES: dict[str, Price] = {
 def register_price(
     model: str, input_per_m: float, output_per_m: float, as_of: str | None = None
 ) -> None:
-    PRICES[model] = Price(input_per_m, output_per_m, as_of)
+    """Declare a model's price for this session (rates checked as ``Price`` does)."""
+    try:
+        PRICES[model] = Price(input_per_m, output_per_m, as_of)
+    except TruthlineError as exc:
+        raise TruthlineError(f"model {model!r}: {exc}") from None
+
+
+def check_budget(value: float | None, option: str = "--max-cost") -> float | None:
+    """``value`` if it is a usable budget in USD (None: no budget); a negative, NaN or
+    infinite one is refused with one line saying what to give."""
+    if value is None:
+        return None
+    if not math.isfinite(value) or value < 0:
+        raise TruthlineError(
+            f"{option} {value!r}: give a finite amount of USD >= 0 (e.g. 5; 0 sends nothing "
+            "to a paid model), or leave it out for no budget"
+        )
+    return float(value)
 
 
 def price_known(spec: ModelSpec) -> bool:
@@ -62,7 +92,10 @@ def price_for(spec: ModelSpec) -> Price:
     base = table or FREE
     pin = spec.opt_float("price_in", base.input_per_m)
     pout = spec.opt_float("price_out", base.output_per_m)
-    return Price(pin or 0.0, pout or 0.0)
+    try:
+        return Price(pin or 0.0, pout or 0.0)
+    except TruthlineError as exc:
+        raise TruthlineError(f"model spec {spec.text!r}: {exc}") from None
 
 
 def price_date(spec: ModelSpec) -> str | None:

@@ -7,11 +7,17 @@ timeout after retries). A request the runner never sent (budget reached, interru
 comes back as ``not_run`` and is not stored. Answers are committed as they arrive, so a
 crash loses nothing and a rerun asks nothing twice: the cache key is model identity +
 settings + rendered prompt hash + image hashes.
+
+Nothing is paid for twice (issue 27): a run claims the keys it will send in the store
+first (``_claims``: another live run's work is skipped or waited for), and a paid answer
+is in the journal (``_journal``, fsync'd) before its store write, so a failing write loses
+nothing and the next run replays it. A rejected API key stops the run at the first call.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import random
 import re
@@ -20,13 +26,16 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
 
 from truthline.errors import AnswerFormatError, TruthlineError
 from truthline.fields import parse_answer, parse_fields, request_grammar
+from truthline.models._claims import ClaimBook, Claims, Holder
 from truthline.models._images import image_hash
+from truthline.models._journal import Journal, default_journal_dir, replay
 from truthline.models._prices import price_known
 from truthline.models._registry import Backend, get_backend
 from truthline.models._spec import ModelSpec, parse_model_spec
@@ -35,6 +44,7 @@ from truthline.models._types import (
     MODEL_FAILURE,
     NOT_RUN,
     PARSED,
+    AuthError,
     Completion,
     EndpointFailingError,
     InfraError,
@@ -140,9 +150,16 @@ def cached_results(store: Any, keys: Sequence[str]) -> dict[str, ModelResult]:
     return out
 
 
-_FATAL = frozenset({"connection", "http_401", "http_403", "http_404"})
-"""Infrastructure failures that no retry fixes (endpoint down, key rejected, wrong URL):
-``max_failures`` of them in a row stop the run."""
+_FATAL = frozenset({"connection", "http_404"})
+"""Infrastructure failures that no retry fixes (endpoint down, wrong URL): ``max_failures``
+of them in a row stop the run. A rejected key (``_is_auth``) stops it at the first."""
+
+
+def _is_auth(out: object) -> bool:
+    """The endpoint rejected the key: every later call would fail the same way."""
+    return isinstance(out, AuthError) or (
+        isinstance(out, InfraError) and out.reason in ("http_401", "http_403")
+    )
 
 
 class _Run:
@@ -184,6 +201,20 @@ class _Run:
         self.unreported: dict[int, tuple[Job, asyncio.Future]] = {}
         self.max_unreported = 256
         self.error: BaseException | None = None
+        self.auth: InfraError | None = None
+        """The first rejection of the key (the run stopped there)."""
+        self.journal: Journal | None = None
+        self.unstored: set[str] = set()
+        """Keys whose store write failed (their answers wait in the journal)."""
+        self.healed: list[asyncio.Future] = []
+        self.claims = Claims()
+        self.book: ClaimBook | None = None
+        self.waiting: dict[int, Holder] = {}
+        """First index -> the other run holding its key (not sent by this run)."""
+        self.reasons: dict[int, str] = {}
+        self.retry_missing = False
+        self.persists = False
+        self.workers: list[asyncio.Task] = []
 
     # -- budget --------------------------------------------------------------------------
     async def reserve(self, i: int) -> bool:
@@ -283,6 +314,12 @@ class _Run:
         self.unreported[i] = (job, fut)
         return fut
 
+    def rejected(self, i: int, out: InfraError) -> None:
+        """The key was rejected: nothing to store (no answer, no cost); stop the run."""
+        self.settle(i, 0.0, 0)
+        self.auth = self.auth or out
+        self.stop_reason = self.stop_reason or "auth"
+
     def count_failure(self, out: Completion | InfraError) -> None:
         """Consecutive unfixable failures (endpoint down, key rejected) stop the run."""
         if not isinstance(out, InfraError) or out.reason not in _FATAL:
@@ -316,8 +353,12 @@ class _Run:
         error is re-raised when the run ends)."""
         if i not in self.unreported:
             return
+        if self.writer.journal_error is not None and self.error is None:
+            self.error = self.writer.journal_error  # a full disk: stop sending
+            self.stop_reason = "error"
         exc = fut.exception()
         if exc is not None:
+            self.unstored.add(self.keys[i][0])
             self.error = self.error or exc
             self.stop_reason = "error"
             return
@@ -349,7 +390,10 @@ class _Run:
             done: list[tuple[int, asyncio.Future]] = []
             delay = 0.0
             for i, out in zip(pending, outs, strict=True):
-                if (
+                if _is_auth(out):
+                    assert isinstance(out, InfraError)
+                    self.rejected(i, out)
+                elif (
                     isinstance(out, InfraError)
                     and out.retry
                     and attempts[i] <= self.policy.retries
@@ -384,6 +428,78 @@ class _Run:
                 return
             await self.call(batch)
 
+    async def work(self, queue: asyncio.Queue, concurrency: int) -> None:
+        """Workers until the queue is empty (or the run stops)."""
+        n = min(max(1, concurrency), self.be.max_concurrency or concurrency, queue.qsize())
+        self.workers = [asyncio.create_task(self.worker(queue)) for _ in range(max(1, n))]
+        await asyncio.gather(*self.workers)
+
+    # -- claims --------------------------------------------------------------------------
+    def take(self, i: int, old: ModelResult) -> None:
+        """Request ``i`` (and its identical ones) answered by another run: its stored
+        answer, no call (its prediction / result row healed by ``persist``)."""
+        group = [i, *self.dups.get(i, [])]
+        for j in group:
+            self.results[j] = old
+        if self.persists:
+            job = Job(old, [self.reqs[j] for j in group])
+            self.healed.append(self.writer.submit(None, None, job))
+        if self.on_result is not None:
+            for j in group:
+                self.on_result(self.reqs[j], old)
+        if self.bar is not None:
+            self.bar.update(self.task, advance=len(group), failures=self.failures, cost=self.spent)
+
+    async def claim(self, idx: list[int]) -> list[int]:
+        """Claim the keys of ``idx`` (first indices); returns those this run must send.
+        Another run's answer found after the claim is taken (``take``), and a key another
+        live run holds goes to ``waiting``. Claim first, read second: a run releases its
+        claims only after its answers are committed, so a key claimed here has either no
+        answer yet or one this read sees."""
+        if self.book is None or not idx:
+            return idx
+        keys = [self.keys[i][0] for i in idx]
+        held = await asyncio.to_thread(self.book.claim, keys)
+        have = await asyncio.to_thread(cached_results, self.store, keys)
+        send: list[int] = []
+        for i, key in zip(idx, keys, strict=True):
+            old = have.get(key)
+            if old is not None and not (self.retry_missing and old.status == INFRA_MISSING):
+                self.waiting.pop(i, None)
+                self.claims.taken += 1 + len(self.dups.get(i, []))
+                self.take(i, old)
+            elif key in held:
+                self.waiting[i] = held[key]
+            else:
+                self.waiting.pop(i, None)
+                send.append(i)
+        return send
+
+    async def wait_claimed(self, queue: asyncio.Queue, concurrency: int) -> None:
+        """``wait`` mode: poll until every key other runs held is answered or ours."""
+        while self.waiting and not self.stop_reason:
+            await asyncio.sleep(self.claims.poll_s)
+            for i in await self.claim(sorted(self.waiting)):
+                queue.put_nowait(i)
+            if not queue.empty():
+                await self.work(queue, concurrency)
+
+    def leave_claimed(self) -> None:
+        """What stays with other runs: ``not_run`` (reason ``claimed``), reported."""
+        for i, holder in self.waiting.items():
+            group = [i, *self.dups.get(i, [])]
+            self.claims.left[holder] = self.claims.left.get(holder, 0) + len(group)
+            for j in group:
+                self.reasons[j] = "claimed"
+
+    async def heartbeat(self) -> None:
+        """Renew this run's claims while it lives (a killed run's expire)."""
+        assert self.book is not None
+        while True:
+            await asyncio.sleep(self.claims.lease_s / 3)
+            with contextlib.suppress(Exception):  # a store hiccup: the next beat retries
+                await asyncio.to_thread(self.book.renew)
+
 
 async def arun_requests(
     store: Any,
@@ -399,6 +515,8 @@ async def arun_requests(
     backend: Backend | None = None,
     persist: Persist | None = None,
     max_failures: int | None = 5,
+    claims: Claims | None = None,
+    journal_dir: Path | None = None,
 ) -> list[ModelResult]:
     """The async form of ``run_requests`` (for callers already inside an event loop)."""
     ms = parse_model_spec(spec) if isinstance(spec, str) else spec
@@ -409,6 +527,8 @@ async def arun_requests(
             "table; add ;price_in=USD;price_out=USD (per million tokens) to the model spec"
         )
     be.bind(store)
+    journal_dir = journal_dir or default_journal_dir(store)
+    await asyncio.to_thread(replay, store, journal_dir)  # answers a failed write left behind
     keys = [request_key(ms, r, reads_context=be.reads_context) for r in requests]
     have = cached_results(store, [k[0] for k in keys])
     results: list[ModelResult | None] = [None] * len(requests)
@@ -417,15 +537,17 @@ async def arun_requests(
     run = _Run(
         store, be, requests, keys, policy or RetryPolicy(), max_cost, on_result, max_failures
     )
+    run.claims = claims or Claims()
+    run.retry_missing = retry_missing
+    run.persists = persist is not None
     loop = asyncio.get_running_loop()
     run.writer = ResponseWriter(store, loop, persist=persist)
-    healed: list[asyncio.Future] = []
     for i, (key, _, _) in enumerate(keys):
         old = have.get(key)
         if old is not None and not (retry_missing and old.status == INFRA_MISSING):
             results[i] = old
             if persist is not None:  # its prediction / result row (heals a crash between)
-                healed.append(run.writer.submit(None, None, Job(old, [requests[i]])))
+                run.healed.append(run.writer.submit(None, None, Job(old, [requests[i]])))
             if on_result is not None:
                 on_result(requests[i], old)
             continue
@@ -437,10 +559,73 @@ async def arun_requests(
         first[key] = i
         todo.append(i)
 
-    queue: asyncio.Queue = asyncio.Queue()
-    for i in todo:
-        queue.put_nowait(i)
     handled = _catch_signals(loop, run)
+    beat: asyncio.Task | None = None
+    try:
+        if todo:
+            label = run.claims.label or f"{requests[todo[0]].purpose} {ms.alias}"
+            run.book = ClaimBook(store, run.claims.lease_s, label)
+            beat = asyncio.create_task(run.heartbeat())
+            todo = await run.claim(todo)
+        waiting = run.claims.mode == "wait" and bool(run.waiting)
+        if be.paid and journal_dir is not None and (todo or waiting):
+            book = run.book
+            run.journal = Journal(
+                journal_dir, store, book.label if book else "", book.run_id if book else ""
+            )
+            run.writer.journal = run.journal
+        await _drive(run, todo, concurrency, waiting, ms.alias, progress)
+    finally:
+        await run.writer.aclose()  # (done by _drive; here when a claim or the journal failed)
+        if beat is not None:
+            beat.cancel()
+            await asyncio.gather(beat, return_exceptions=True)
+        for sig, old_handler in handled.items():
+            loop.remove_signal_handler(sig)
+            signal.signal(sig, old_handler)
+        _settle_claims(run)
+        await be.aclose()
+    for i, done in run.results.items():
+        results[i] = done
+    if run.auth is not None:
+        n_sent = sum(not r.cached for r in run.results.values())
+        raise EndpointFailingError(
+            f"model {ms.alias}: the endpoint rejected the API key ({run.auth}); the run stopped "
+            f"at the first rejection ({n_sent} answers stored, {sum(r is None for r in results)} "
+            "unanswered). Check the key and its endpoint (`truthline models check SPEC`), then "
+            "rerun"
+        )
+    if run.stop_reason == "failing":
+        n_missing = sum(r.status == INFRA_MISSING for r in run.results.values())
+        raise EndpointFailingError(
+            f"model {ms.alias}: stopped after {run.consecutive} consecutive failures "
+            f"({run.last_failure}); {n_missing} stored as infra_missing, "
+            f"{sum(r is None for r in results)} not sent. Fix the endpoint or key "
+            "(`truthline models check SPEC`), then rerun with --retry-missing"
+        )
+    out: list[ModelResult] = []
+    for i, maybe in enumerate(results):
+        res = maybe
+        if res is None:
+            res = ModelResult(
+                response_id=0,
+                cache_key=keys[i][0],
+                status=NOT_RUN,
+                reason=run.reasons.get(i) or run.stop_reason or "not_run",
+                values={},
+                field_errors={},
+                raw=None,
+                simulated=be.simulated,
+            )
+        out.append(res)
+    return out
+
+
+async def _drive(
+    run: _Run, todo: list[int], concurrency: int, waiting: bool, alias: str, progress: bool
+) -> None:
+    """Send the queue (and, waiting, what other runs' claims free), then commit
+    everything that arrived before returning or raising."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -458,63 +643,58 @@ async def arun_requests(
         TextColumn("[red]{task.fields[failures]} failed"),
         TextColumn("${task.fields[cost]:.4f}"),
     ]
-    n_workers = min(max(1, concurrency), be.max_concurrency or concurrency, max(1, len(todo)))
-    total = len(todo) + sum(len(v) for v in run.dups.values())
-    try:
-        with Progress(*cols, disable=not progress or not todo, transient=False) as bar:
-            run.bar = _RateBar(bar) if progress and todo else None
-            run.task = bar.add_task(f"{ms.alias}", total=total, failures=0, cost=0.0, rate="")
-            workers = [asyncio.create_task(run.worker(queue)) for _ in range(n_workers)]
-            try:
-                await asyncio.gather(*workers)
-            except asyncio.CancelledError:
-                await _cancel(workers)
-                run.stop_reason = run.stop_reason or "interrupted"
-            except BaseException:
-                await _cancel(workers)  # nothing may outlive the run (or the writer)
-                raise
-            finally:
-                # every answer that arrived is committed before the run returns or raises
-                await run.writer.aclose()
-                for i, (_, fut) in sorted(run.unreported.items()):
-                    if fut.done():  # committed while its worker was cancelled
-                        run.committed(i, fut)
-            for fut in healed:
-                if fut.exception() is not None:
-                    run.error = run.error or fut.exception()
-            if run.error is not None:
-                raise run.error
-    finally:
-        for sig, old_handler in handled.items():
-            loop.remove_signal_handler(sig)
-            signal.signal(sig, old_handler)
-        await be.aclose()
-    for i, done in run.results.items():
-        results[i] = done
-    if run.stop_reason == "failing":
-        n_missing = sum(r.status == INFRA_MISSING for r in run.results.values())
-        raise EndpointFailingError(
-            f"model {ms.alias}: stopped after {run.consecutive} consecutive failures "
-            f"({run.last_failure}); {n_missing} stored as infra_missing, "
-            f"{sum(r is None for r in results)} not sent. Fix the endpoint or key "
-            "(`truthline models check SPEC`), then rerun with --retry-missing"
-        )
-    out: list[ModelResult] = []
-    for i, maybe in enumerate(results):
-        res = maybe
-        if res is None:
-            res = ModelResult(
-                response_id=0,
-                cache_key=keys[i][0],
-                status=NOT_RUN,
-                reason=run.stop_reason or "not_run",
-                values={},
-                field_errors={},
-                raw=None,
-                simulated=be.simulated,
-            )
-        out.append(res)
-    return out
+    queue: asyncio.Queue = asyncio.Queue()
+    for i in todo:
+        queue.put_nowait(i)
+    firsts = todo + (list(run.waiting) if waiting else [])
+    total = sum(1 + len(run.dups.get(i, [])) for i in firsts)
+    shown = progress and bool(firsts)
+    with Progress(*cols, disable=not shown, transient=False) as bar:
+        run.bar = _RateBar(bar) if shown else None
+        run.task = bar.add_task(f"{alias}", total=total, failures=0, cost=0.0, rate="")
+        try:
+            if not queue.empty():
+                await run.work(queue, concurrency)
+            if waiting:
+                await run.wait_claimed(queue, concurrency)
+        except asyncio.CancelledError:
+            await _cancel(run.workers)
+            run.stop_reason = run.stop_reason or "interrupted"
+        except BaseException:
+            await _cancel(run.workers)  # nothing may outlive the run (or the writer)
+            raise
+        finally:
+            # every answer that arrived is committed before the run returns or raises
+            await run.writer.aclose()
+            for i, (_, fut) in sorted(run.unreported.items()):
+                if fut.done():  # committed while its worker was cancelled
+                    run.committed(i, fut)
+        run.leave_claimed()
+        for fut in run.healed:
+            if fut.exception() is not None:
+                run.error = run.error or fut.exception()
+        if run.error is not None:
+            raise run.error
+    if progress and run.claims.message():
+        from rich.console import Console
+
+        Console(stderr=True).print(f"[yellow]{alias}: {run.claims.message()}[/]")
+
+
+def _settle_claims(run: _Run) -> None:
+    """The journal goes once every answer is stored (else the next run replays it); the
+    claims go too, but those of answers only the journal holds (they end with the lease,
+    or at once when this process is gone)."""
+    if run.journal is not None:
+        if run.unstored or run.unreported:
+            run.journal.close()
+        else:
+            run.journal.done()
+    if run.book is not None:
+        # the store may be what failed: claims then end with their lease
+        with contextlib.suppress(Exception):
+            run.book.release(keep=run.unstored)
+        run.book.end()
 
 
 def _catch_signals(loop: asyncio.AbstractEventLoop, run: _Run) -> dict[int, Any]:
@@ -578,6 +758,8 @@ def run_requests(
     backend: Backend | None = None,
     persist: Persist | None = None,
     max_failures: int | None = 5,
+    claims: Claims | None = None,
+    journal_dir: Path | None = None,
 ) -> list[ModelResult]:
     """Run requests through one model; results align with ``requests``.
 
@@ -594,8 +776,15 @@ def run_requests(
 
     ``persist(conn, jobs)`` runs in the writer thread right after the answers' commit
     (a prediction or result row per request). ``max_failures`` consecutive unfixable
-    failures (connection refused, HTTP 401/403/404) stop the run with
-    ``EndpointFailingError`` once everything answered is committed (None: never).
+    failures (connection refused, HTTP 404) stop the run with ``EndpointFailingError``
+    once everything answered is committed (None: never); a rejected key (HTTP 401/403,
+    ``AuthError``) stops it at the first rejection, with the same error.
+
+    ``claims`` (default ``Claims()``: skip): requests another live run on this store has
+    claimed are not sent; they come back ``not_run`` with reason ``claimed`` and are
+    counted in ``claims.left`` (``mode="wait"``: their answers are waited for instead).
+    ``journal_dir`` (default: ``journal/`` in the workspace, ``default_journal_dir``):
+    where paid answers are journaled before their store write, and replayed from.
     """
     coro = arun_requests(
         store,
@@ -610,6 +799,8 @@ def run_requests(
         backend=backend,
         persist=persist,
         max_failures=max_failures,
+        claims=claims,
+        journal_dir=journal_dir,
     )
     try:
         asyncio.get_running_loop()
@@ -651,6 +842,7 @@ def results_summary(results: Sequence[ModelResult]) -> dict[str, Any]:
 
 
 __all__ = [
+    "Claims",
     "EndpointFailingError",
     "RetryPolicy",
     "arun_requests",

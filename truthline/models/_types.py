@@ -84,6 +84,24 @@ class InfraError(Exception):
         super().__init__(f"{reason}: {detail}" if detail else reason)
 
 
+class AuthError(InfraError):
+    """The endpoint rejected the API key (HTTP 401, or 403: no access to this model).
+
+    An ``InfraError`` that no retry fixes (``retry=False``, ``reason`` ``http_401`` /
+    ``http_403``): every later call would fail the same way, so the runner stops the run at
+    the first one instead of paying a round trip per item. The key itself is never in it."""
+
+    def __init__(self, status: int, detail: str = ""):
+        self.status = status
+        super().__init__(f"http_{status}", detail or _AUTH_DETAIL.get(status, ""), retry=False)
+
+
+_AUTH_DETAIL = {
+    401: "HTTP 401: the API key was rejected (check the key; it is not shown)",
+    403: "HTTP 403: the API key has no access to this model",
+}
+
+
 class EndpointFailingError(TruthlineError):
     """A run stopped because the endpoint kept failing in a way no retry fixes (down,
     key rejected, wrong URL); what was answered is stored. Exit code 1."""

@@ -16,6 +16,11 @@ Two runs on one store are safe: a response is inserted with ``ON CONFLICT DO NOT
 (SQLite and PostgreSQL dialect inserts) and a key another run stored first resolves to
 that stored row, so neither run crashes and every answer keeps its row.
 
+``journal`` (optional, set before the first row; paid answers): each group's rows are
+appended to it and synced, once per group, before the group's transaction, so a failing
+store write loses no paid answer (``_journal``: the next run replays them). A journal
+that cannot take more (a full disk) is ``journal_error``: the run stops sending.
+
 ``persist`` (optional) writes what a caller derives from each answer (a prefill
 prediction, a benchmark result) in this same thread and the same transaction, after the
 responses: nothing that points at a response is ever visible without it, and a failing
@@ -38,6 +43,7 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, select
 
+from truthline.models._journal import Journal, JournalFullError
 from truthline.models._upsert import insert_ignore
 from truthline.store import tables
 
@@ -87,6 +93,9 @@ class ResponseWriter:
         self.groups = 0
         """Transactions committed (tests and benches read it)."""
         self.rows = 0
+        self.journal: Journal | None = None
+        self.journal_error: JournalFullError | None = None
+        """The journal could not take (or reserve room for) more answers."""
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._main, name="truthline-writer", daemon=True)
         self._closing = False
@@ -154,6 +163,7 @@ class ResponseWriter:
                     break
                 group.append(nxt)
             try:
+                self._to_journal(group)
                 ids = self._write(group)
             except BaseException as exc:  # every row of the group learns why
                 self.loop.call_soon_threadsafe(_fail, group, exc)
@@ -174,6 +184,24 @@ class ResponseWriter:
             with contextlib.suppress(Exception):  # a broken connection: nothing to close
                 self._conn.close()
             self._conn = None
+
+    def _to_journal(self, group: list[_Pending]) -> None:
+        """The group's answers on disk (one sync) before its transaction can fail."""
+        if self.journal is None:
+            return
+        recs = [(p.row, p.response_id) for p in group if p.row is not None]
+        if not recs:
+            return
+        try:
+            self.journal.append_many(recs)
+        except JournalFullError as exc:
+            self.journal_error = self.journal_error or exc
+            return
+        if self.journal.full and self.journal_error is None:
+            self.journal_error = JournalFullError(
+                f"the disk holding the answer journal {self.journal.path.parent} is full: the "
+                "run stopped sending (every answer so far is kept); free space and rerun"
+            )
 
     def _write(self, group: list[_Pending]) -> list[int]:
         ids: list[int] = [0] * len(group)

@@ -8,7 +8,15 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from truthline._cli_common import JsonOpt, ProjectOpt, console, emit, err_console, ws_project
+from truthline._cli_common import (
+    JsonOpt,
+    ProjectOpt,
+    console,
+    emit,
+    err_console,
+    whole_names,
+    ws_project,
+)
 
 app = typer.Typer(
     help="Pre-annotate items with a VLM or detector; mine videos into clips and frames.",
@@ -27,6 +35,17 @@ ModelOpt = Annotated[
 ]
 
 
+def max_cost_option(value: float | None) -> float | None:
+    """``--max-cost``: a finite USD amount >= 0 (NaN, infinity and negatives: exit 2)."""
+    from truthline.errors import TruthlineError
+    from truthline.models._prices import check_budget
+
+    try:
+        return check_budget(value)
+    except TruthlineError as exc:
+        raise typer.BadParameter(str(exc).removeprefix("--max-cost ")) from None
+
+
 @app.command("run")
 def run_cmd(
     ctx: typer.Context,
@@ -41,7 +60,7 @@ def run_cmd(
         float | None,
         typer.Option(
             "--max-cost",
-            min=0,
+            callback=max_cost_option,
             help="Hard cap in USD: each request's worst-case cost is reserved before it is "
             "sent (0 sends nothing to a paid model; models without a declared price need "
             ";price_in=...;price_out=... in the spec).",
@@ -74,6 +93,14 @@ def run_cmd(
             "key rejected; 0: never) and exit 1.",
         ),
     ] = 5,
+    wait_claimed: Annotated[
+        bool,
+        typer.Option(
+            "--wait-claimed",
+            help="Wait for requests another live run on this store has claimed (default: "
+            "leave them to it and say so; a rerun afterwards takes its answers).",
+        ),
+    ] = False,
     project: ProjectOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -93,6 +120,8 @@ def run_cmd(
         variant=variant,
         settings={"max_tokens": max_tokens},
         max_failures=max_failures or None,
+        wait_claimed=wait_claimed,
+        journal_dir=ws.root / "journal",
     )
     data = {"project": proj.name, **rep.as_dict()}
 
@@ -159,7 +188,7 @@ def status_cmd(ctx: typer.Context, project: ProjectOpt = None, as_json: JsonOpt 
                 ", ".join(f"{v} {n}" for v, n in m.get("versions", {}).items()),
                 f"{m['cost_usd']:.4f}",
             )
-        console.print(table)
+        console.print(whole_names(table))
         for alias, m in data["models"].items():
             for reason, n in sorted(m["by_reason"].items()):
                 console.print(f"  {alias} {reason}: {n}")

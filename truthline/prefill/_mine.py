@@ -5,7 +5,9 @@ stratified sample -> 8 JPEG frames per clip, stored as ``frames`` items.
   frames: seeking is slower than decoding on long-GOP H.264 (DEPENDENCIES.md §3).
 * A clip opens when a person is detected with confidence > ``min_conf`` on at least
   ``min_frames`` consecutive sampled frames; it spans the first to the last of them.
-* Frames at 0/14/28/43/57/71/86/100 % of the clip (nearest video frame).
+* Frames at 0/14/28/43/57/71/86/100 % of the clip (nearest video frame). The last one is the
+  run's last sampled frame: the sampling pass keeps it (a JPEG in a scratch folder, one per
+  candidate clip), so extraction decodes each clip only up to its 86 % frame.
 * Dedup: per camera, clips starting within ``window_s`` of a group's first clip form a
   group; at most ``keep_per_window`` are kept, chosen for visual diversity — greedy
   farthest-point selection on a 16x16 z-normalized grayscale thumbnail of the sampled
@@ -21,6 +23,8 @@ from __future__ import annotations
 import csv
 import hashlib
 import random
+import shutil
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -75,6 +79,13 @@ class Sample:
     conf: float
     persons: int
     thumb: np.ndarray | None = None
+    boxes: list[dict[str, float]] = field(default_factory=list)
+    """Persons above ``min_conf`` with a box, percent of the frame (scripted detectors may
+    give none): the anchored arm places boxless pre-annotated workers on them."""
+    index: int = -1
+    """The video frame this sample is."""
+    still: Path | None = None
+    """This frame as JPEG, kept by the sampling pass when it ends a run (a clip's last frame)."""
 
 
 @dataclass
@@ -88,6 +99,8 @@ class Clip:
     max_conf: float = 0.0
     group: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
+    still: tuple[int, Path] | None = None
+    """(frame index, JPEG) of the clip's last sampled frame, kept by the sampling pass."""
 
     @property
     def abs_start(self) -> float:
@@ -148,9 +161,17 @@ def thumbnail(frame: np.ndarray) -> np.ndarray:
 
 
 def sample_video(
-    info: VideoInfo, detector: Backend, cfg: MineConfig, tick: Callable[[int], None] | None = None
+    info: VideoInfo,
+    detector: Backend,
+    cfg: MineConfig,
+    tick: Callable[[int], None] | None = None,
+    stills: Path | None = None,
 ) -> tuple[float, int, list[Sample]]:
-    """Detect persons at ``sample_fps`` in one sequential pass; ``(fps, frames, samples)``."""
+    """Detect persons at ``sample_fps`` in one sequential pass; ``(fps, frames, samples)``.
+
+    With ``stills`` (a scratch folder), the last sample of every run long enough to be a clip
+    is written there as JPEG: the clip's last frame, which extraction then need not decode
+    again (one frame is held back across detection batches, never more)."""
     import cv2
 
     cap = cv2.VideoCapture(str(info.path))
@@ -162,18 +183,33 @@ def sample_video(
             raise TruthlineError(f"unusable frame rate {fps!r}")
         step = fps / cfg.sample_fps
         samples: list[Sample] = []
-        pending: list[FrameRef] = []
+        pending: list[tuple[FrameRef, int]] = []
+        run: list[Any] = [0, None]  # length of the open run, (its last sample, that frame)
+
+        def end_run() -> None:
+            if stills is not None and run[0] >= cfg.min_frames and run[1] is not None:
+                last, image = run[1]
+                vid = hashlib.sha256(info.video_id.encode()).hexdigest()[:16]
+                last.still = stills / f"{vid}_{last.index}.jpg"
+                _write_jpeg(last.still, image, cfg)
+            run[0], run[1] = 0, None
 
         def flush() -> None:
             if not pending:
                 return
-            dets = detector.detect(pending)
-            for ref, ds in zip(pending, dets, strict=True):
+            dets = detector.detect([ref for ref, _ in pending])
+            for (ref, index), ds in zip(pending, dets, strict=True):
                 persons = [d for d in ds if d.label == "person"]
                 conf = max((d.confidence for d in persons), default=0.0)
                 n = sum(d.confidence > cfg.min_conf for d in persons)
                 thumb = thumbnail(ref.image) if conf > cfg.min_conf else None
-                samples.append(Sample(ref.t, conf, n, thumb))
+                boxes = _percent_boxes(persons, ref.image, cfg.min_conf)
+                sample = Sample(ref.t, conf, n, thumb, boxes, index=index)
+                samples.append(sample)
+                if conf > cfg.min_conf:  # the same rule as find_clips
+                    run[0], run[1] = run[0] + 1, (sample, ref.image)
+                else:
+                    end_run()
             if tick:
                 tick(len(pending))
             pending.clear()
@@ -187,18 +223,39 @@ def sample_video(
                 ok, frame = cap.retrieve()
                 if not ok or frame is None:
                     raise TruthlineError(f"frame {idx} does not decode")
-                pending.append(FrameRef(video=info.path.name, t=k / cfg.sample_fps, image=frame))
+                ref = FrameRef(video=info.path.name, t=k / cfg.sample_fps, image=frame)
+                pending.append((ref, idx))
                 if len(pending) >= cfg.batch:
                     flush()
                 k += 1
                 target = round(k * step)
             idx += 1
         flush()
+        end_run()
         if idx == 0:
             raise TruthlineError("no decodable frame")
         return fps, idx, samples
     finally:
         cap.release()
+
+
+def _percent_boxes(persons: Sequence[Any], image: Any, min_conf: float) -> list[dict[str, float]]:
+    """Detections with a box as Label Studio's percent coordinates (x, y, width, height)."""
+    shape = getattr(image, "shape", None)
+    if not shape or len(shape) < 2 or not shape[0] or not shape[1]:
+        return []
+    h, w = float(shape[0]), float(shape[1])
+    return [
+        {
+            "x": round(100 * d.x / w, 3),
+            "y": round(100 * d.y / h, 3),
+            "width": round(100 * d.width / w, 3),
+            "height": round(100 * d.height / h, 3),
+            "confidence": round(float(d.confidence), 4),
+        }
+        for d in persons
+        if d.confidence > min_conf and d.width > 0 and d.height > 0
+    ]
 
 
 def find_clips(
@@ -229,7 +286,11 @@ def find_clips(
                         max_conf=max(s.conf for s in part),
                         # the most persons detected in one sampled frame: the clip's worker
                         # count for a project's annotation layers ([layers] count column)
-                        meta={"persons": max(s.persons for s in part)},
+                        meta={"persons": max(s.persons for s in part)}
+                        # the person boxes nearest the middle: the key frame's, for the
+                        # anchored arm (``annotate push`` matches them to the VLM's workers)
+                        | ({"person_boxes": near.boxes} if near.boxes else {}),
+                        still=(part[-1].index, part[-1].still) if part[-1].still else None,
                     )
                 )
         run.clear()
@@ -404,9 +465,13 @@ def extract_frames(
     from concurrent.futures import ThreadPoolExecutor
 
     by_video: dict[Path, list[tuple[int, int, int]]] = {}
+    kept: list[tuple[int, int, Path]] = []  # frames the sampling pass already wrote
     for ci, c in enumerate(clips):
         for k, fi in enumerate(c.frame_indices(cfg.positions)):
-            by_video.setdefault(c.video.path, []).append((fi, ci, k))
+            if c.still is not None and c.still[0] == fi and c.still[1].is_file():
+                kept.append((ci, k, c.still[1]))
+            else:
+                by_video.setdefault(c.video.path, []).append((fi, ci, k))
     segments: list[tuple[Path, list[tuple[int, int, int]]]] = []
     for vpath, targets in by_video.items():
         targets.sort()
@@ -418,6 +483,11 @@ def extract_frames(
             seg.append(t)
         segments.append((vpath, seg))
     out: dict[int, list[Path]] = {ci: [Path()] * len(cfg.positions) for ci in range(len(clips))}
+    for ci, k, src in kept:
+        folder = folder_of(clips[ci])
+        folder.mkdir(parents=True, exist_ok=True)
+        out[ci][k] = folder / f"frame_{k}.jpg"
+        shutil.copyfile(src, out[ci][k])
     # grab()/retrieve() and JPEG encoding release the GIL: the threads run in parallel
     with ThreadPoolExecutor(max_workers=max(1, cfg.extract_workers)) as pool:
         jobs = [pool.submit(_write_segment, clips, v, seg, folder_of, cfg) for v, seg in segments]
@@ -471,12 +541,18 @@ def _write_segment(
             folder.mkdir(parents=True, exist_ok=True)
             dest = folder / f"frame_{k}.jpg"
             assert frame is not None
-            if not cv2.imwrite(str(dest), frame, [cv2.IMWRITE_JPEG_QUALITY, cfg.jpeg_quality]):
-                raise TruthlineError(f"{dest}: a clip frame could not be written as JPEG")
+            _write_jpeg(dest, frame, cfg)
             written.append((ci, k, dest))
     finally:
         cap.release()
     return written
+
+
+def _write_jpeg(dest: Path, frame: Any, cfg: MineConfig) -> None:
+    import cv2
+
+    if not cv2.imwrite(str(dest), frame, [cv2.IMWRITE_JPEG_QUALITY, cfg.jpeg_quality]):
+        raise TruthlineError(f"{dest}: a clip frame could not be written as JPEG")
 
 
 def store_clip_item(
@@ -552,6 +628,26 @@ def mine_videos(
     if not infos:
         raise TruthlineError(f"{videos}: no videos ({', '.join(sorted(VIDEO_EXTS))})")
     rep = MineReport(videos=len(infos))
+    root = ws.media_dir / project.name
+    root.mkdir(parents=True, exist_ok=True)
+    # the clips' last frames, written by the sampling pass; removed when mining ends
+    with tempfile.TemporaryDirectory(prefix=".mining-", dir=root) as scratch:
+        _mine_into(ws, project, infos, be, cfg, rep, root, Path(scratch), progress)
+    return rep
+
+
+def _mine_into(
+    ws: Any,
+    project: Any,
+    infos: list[VideoInfo],
+    be: Backend,
+    cfg: MineConfig,
+    rep: MineReport,
+    root: Path,
+    stills: Path,
+    progress: bool,
+) -> None:
+    """Detect, find clips, dedup, sample, extract and store (``mine_videos``'s body)."""
     candidates: list[Clip] = []
     from rich.progress import Progress
 
@@ -560,7 +656,7 @@ def mine_videos(
         for info in infos:
             bar.update(task, description=f"detecting persons in {info.path.name}")
             try:
-                fps, n, samples = sample_video(info, be, cfg)
+                fps, n, samples = sample_video(info, be, cfg, stills=stills)
             except TruthlineError as exc:
                 rep.skipped.append((str(info.path), str(exc)))
                 bar.advance(task)
@@ -586,7 +682,6 @@ def mine_videos(
             meta=lambda c: {**c.video.meta, "camera": c.video.camera},
         )
     rep.selected = len(kept)
-    root = ws.media_dir / project.name
     frames = extract_frames(kept, lambda c: root / c.key, cfg)
     for ci, clip in enumerate(kept):
         added = store_clip_item(ws.store, project.name, clip, frames[ci], root, cfg, be.spec.alias)
@@ -603,4 +698,3 @@ def mine_videos(
                 "frame_indices": clip.frame_indices(cfg.positions),
             }
         )
-    return rep

@@ -5,12 +5,14 @@ alias as ``model_version``, the outcome status and the simulated flag, linked to
 ``responses`` row. Reruns ask nothing twice (the model layer's cache) and rewrite the
 same prediction rows, so a crash between the two writes heals on the next run. A
 prediction already shown to an annotator is never rewritten: a different answer becomes
-version ``alias@v2``, ``alias@v3``, ... (see ``PredictionWriter``).
+version ``alias@v2``, ``alias@v3``, ... (see ``PredictionWriter``). Items another live
+run has claimed are left to it (or waited for, ``wait_claimed``): no answer is paid twice.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, func, select
@@ -27,6 +29,7 @@ from truthline.models import (
     results_summary,
     run_requests,
 )
+from truthline.models._claims import Claims
 from truthline.models._upsert import insert_ignore
 from truthline.store import Store, now, tables
 
@@ -250,8 +253,14 @@ def prefill(
     variant: str | None = None,
     settings: dict[str, Any] | None = None,
     max_failures: int | None = 5,
+    wait_claimed: bool = False,
+    journal_dir: Path | None = None,
 ) -> PrefillReport:
-    """Pre-annotate the project's items (first ``limit`` by id) with one model."""
+    """Pre-annotate the project's items (first ``limit`` by id) with one model.
+
+    Items another live run claimed are left to it (``claimed_elsewhere`` in the report,
+    ``stopped`` ``claimed``), or with ``wait_claimed`` waited for; ``journal_dir``: where
+    paid answers are journaled (default: the workspace's ``journal/``)."""
     mapped = project.prompts.mapped.get(variant) if variant else None
     if mapped is not None and mapped.answer != "json":
         raise TruthlineError(
@@ -271,6 +280,9 @@ def prefill(
         template=variant,
     )
     writer = PredictionWriter(project.name, spec.alias)
+    claims = Claims(
+        mode="wait" if wait_claimed else "skip", label=f"prefill {project.name} {spec.alias}"
+    )
     results = run_requests(
         store,
         spec,
@@ -281,9 +293,18 @@ def prefill(
         progress=progress,
         persist=writer,
         max_failures=max_failures,
+        claims=claims,
+        journal_dir=journal_dir,
     )
-    stopped = next((r.reason for r in results if r.status == NOT_RUN), None)
+    reasons = [r.reason for r in results if r.status == NOT_RUN]
+    # a stop (budget, Ctrl-C) says more than work left to another run
+    stopped = next((r for r in reasons if r != "claimed"), reasons[0] if reasons else None)
     simulated = any(r.simulated for r in results) or spec.kind == "simulated"
+    extra: dict[str, Any] = {"new_versions": dict(writer.versions)} if writer.versions else {}
+    if claims.left:
+        extra["claimed_elsewhere"] = {**claims.as_dict(), "message": claims.message()}
+    if claims.taken:
+        extra["answered_by_another_run"] = claims.taken
     return PrefillReport(
         model=spec.alias,
         simulated=simulated,
@@ -291,7 +312,7 @@ def prefill(
         predictions_written=writer.written,
         stopped=stopped,
         items=len(items),
-        extra={"new_versions": dict(writer.versions)} if writer.versions else {},
+        extra=extra,
     )
 
 

@@ -14,7 +14,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from truthline.errors import ProjectError
+from truthline._limits import MAX_DEFINITION_BYTES, MAX_YAML_NODES, read_capped
+from truthline.errors import ProjectError, TruthlineError
 from truthline.fields import (
     EntityListSpec,
     FieldSpec,
@@ -56,6 +57,8 @@ def find_definition(path: Path) -> Path:
             if (path / name).is_file():
                 return path / name
         raise ProjectError(str(path), [("", "no project.toml or project.yaml in this folder")])
+    if path.exists() and not path.is_file():
+        raise ProjectError(str(path), [("", "not a regular file (a device or a pipe)")])
     if not path.is_file():
         raise ProjectError(str(path), [("", "file not found")])
     return path
@@ -82,23 +85,94 @@ def _yaml_duplicates(node: Any, path: str, problems: list[tuple[str, str]]) -> N
             _yaml_duplicates(item, f"{path}.{i}" if path else str(i), problems)
 
 
+MAX_DEPTH = 64
+"""How deep a definition may nest (real ones need about six levels); deeper input would
+only exhaust the parsers' recursion."""
+
+
+def _yaml_size(file: Path, root: Any) -> None:
+    """Refuse a YAML document whose node tree, aliases expanded, is over MAX_YAML_NODES or
+    MAX_DEPTH: an alias bomb (``a: &a [x, x]``, ``b: &b [*a, *a]``, ...) composes to a few
+    nodes but expands to billions when built and validated."""
+    cap = MAX_YAML_NODES.value()
+    stack: list[tuple[Any, int]] = [(root, 1)]
+    seen = 0
+    while stack:
+        node, depth = stack.pop()
+        seen += 1
+        if seen > cap:
+            raise ProjectError(
+                str(file),
+                [
+                    (
+                        "",
+                        f"more than {cap} YAML nodes once aliases are expanded (an alias bomb?); "
+                        f"set {MAX_YAML_NODES.env} to raise the limit",
+                    )
+                ],
+            )
+        if depth > MAX_DEPTH:
+            raise ProjectError(
+                str(file),
+                [("", f"nested more than {MAX_DEPTH} levels deep (or an alias refers to itself)")],
+            )
+        if isinstance(node, yaml.MappingNode):
+            stack.extend((n, depth + 1) for pair in node.value for n in pair)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((n, depth + 1) for n in node.value)
+
+
+def _depth_ok(file: Path, data: Any) -> None:
+    """Refuse parsed data nested deeper than MAX_DEPTH (TOML arrays of arrays)."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ProjectError(str(file), [("", f"nested more than {MAX_DEPTH} levels deep")])
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node)
+
+
 def _load_yaml(file: Path, text: str) -> Any:
     problems: list[tuple[str, str]] = []
-    _yaml_duplicates(yaml.compose(text, Loader=yaml.SafeLoader), "", problems)
+    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    _yaml_size(file, root)
+    _yaml_duplicates(root, "", problems)
     if problems:
         raise ProjectError(str(file), problems)
     return yaml.safe_load(text)
 
 
-def read_raw(file: Path) -> dict[str, Any]:
+def _yaml_reason(exc: yaml.YAMLError) -> str:
+    """PyYAML's several-line message as one line: what is wrong, and where."""
+    problem = getattr(exc, "problem", None)
+    mark = getattr(exc, "problem_mark", None)
+    if not problem:
+        return " ".join(str(exc).split())
+    where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+    context = getattr(exc, "context", None)
+    return f"{context + ': ' if context else ''}{problem}{where}"
+
+
+def _read_text(file: Path) -> str:
+    """The definition's text, at most MAX_DEFINITION_BYTES of it, as UTF-8."""
     try:
-        text = file.read_text(encoding="utf-8")
+        data = read_capped(file, MAX_DEFINITION_BYTES, "project definition")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ProjectError(
             str(file), [("", f"not UTF-8 text (byte {exc.start}); save it as UTF-8")]
         ) from None
     except OSError as exc:
         raise ProjectError(str(file), [("", f"cannot read: {exc.strerror or exc}")]) from None
+    except TruthlineError as exc:
+        raise ProjectError(str(file), [("", str(exc).removeprefix(f"{file}: "))]) from None
+
+
+def read_raw(file: Path) -> dict[str, Any]:
+    text = _read_text(file)
     try:
         if file.suffix == ".toml":
             data = tomllib.loads(text)
@@ -109,7 +183,10 @@ def read_raw(file: Path) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         raise ProjectError(str(file), [("", f"invalid TOML: {exc}")]) from None
     except yaml.YAMLError as exc:
-        raise ProjectError(str(file), [("", f"invalid YAML: {exc}")]) from None
+        raise ProjectError(str(file), [("", f"invalid YAML: {_yaml_reason(exc)}")]) from None
+    except RecursionError:
+        raise ProjectError(str(file), [("", f"nested more than {MAX_DEPTH} levels deep")]) from None
+    _depth_ok(file, data)
     if not isinstance(data, dict):
         raise ProjectError(str(file), [("", "the definition must be a table/mapping at top level")])
     return data
@@ -186,6 +263,23 @@ def _check_choice(
         problems.append((f"{path}.taxonomy", f"unknown taxonomy {taxonomy!r} (known: {known})"))
     if choices and len(set(choices)) != len(choices):
         problems.append((f"{path}.choices", "duplicate choices"))
+    cannot = getattr(spec, "cannot_tell", None)
+    if cannot is not None:
+        tax = project.taxonomies.get(taxonomy) if taxonomy else None
+        codes = [c.code for c in tax.classes] if tax else []
+        clash = next(
+            (c for c in [*(choices or []), *codes] if c.casefold() == cannot.casefold()), None
+        )
+        if clash is not None:
+            problems.append(
+                (
+                    f"{path}.cannot_tell",
+                    f"{cannot!r} is also a choice ({clash!r}): a 'cannot tell' answer must be "
+                    'a value of its own, e.g. cannot_tell = "cannot_tell"',
+                )
+            )
+        elif not cannot.strip():
+            problems.append((f"{path}.cannot_tell", "empty; name the 'cannot tell' value"))
 
 
 _SPEC = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*:\S")
@@ -225,6 +319,22 @@ def _check_mapped(project: Project, problems: list[tuple[str, str]]) -> None:
             problems.append(
                 (f"benchmark.questions.{name}", "a free-form variant cannot be a question")
             )
+
+
+def _template_problem(base: Path, rel: str) -> str | None:
+    """Why prompt template ``rel`` cannot be used, or None. A template is sent to models and
+    stored with every request, so it must lie inside the project folder (symlinks resolved):
+    ``../../.ssh/id_rsa`` or ``/etc/shadow`` would put a secret into prompts."""
+    root = base.resolve()
+    target = (base / rel).resolve()
+    if not target.is_relative_to(root):
+        return (
+            f"prompt template {rel!r} is outside the project folder {root} (it resolves to "
+            f"{target}); keep templates inside the folder of the definition"
+        )
+    if not target.is_file():
+        return f"prompt template {rel!r} not found beside the definition"
+    return None
 
 
 def validate_data(data: dict[str, Any], file: str, base: Path | None = None) -> Project:
@@ -339,8 +449,10 @@ def validate_data(data: dict[str, Any], file: str, base: Path | None = None) -> 
             for k, m in project.prompts.mapped.items()
         ]
         for where, rel in refs:
-            if rel and not (base / rel).is_file():
-                problems.append((where, f"prompt template {rel!r} not found beside the definition"))
+            if rel:
+                problem = _template_problem(base, rel)
+                if problem:
+                    problems.append((where, problem))
 
     if problems:
         raise ProjectError(file, problems)

@@ -17,6 +17,7 @@ from pydantic import (
     model_validator,
 )
 
+from truthline._limits import MAX_RESAMPLES
 from truthline._names import MAX_NAME, PROJECT_NAME
 from truthline.fields import FieldSpec, FieldType
 from truthline.project._layers import Layers
@@ -31,6 +32,13 @@ ReadRule = Literal[
     "nfc", "ws", "math_delims", "subsup_braces", "unicode_minus", "num_unit_space", "eq_space"
 ]
 """PHYSALIGN.md §6.3's reading normalization rules, in the order N applies them."""
+
+
+def _resamples_within(n: int) -> int:
+    """A resamples setting within MAX_RESAMPLES (a pydantic ValueError naming the limit)."""
+    if n > MAX_RESAMPLES.value():
+        raise ValueError(MAX_RESAMPLES.over(n))
+    return n
 
 
 class _Strict(BaseModel):
@@ -132,6 +140,9 @@ class AuditSettings(_Strict):
     blind_overlap: int = Field(2, ge=1)
     anchored_overlap: int = Field(1, ge=1)
     expert_sample_rate: float = Field(0.27, ge=0, le=1)
+    gold_standard_rate: float = Field(0.0, ge=0, lt=1)
+    """Share of each tier-1 queue (blind, anchored) made of gold-standard items with known
+    answers, mixed in unmarked to score each annotator (0: none)."""
     override_rate_factor: float = Field(2.0, gt=0)
     """Flag an annotator whose override rate is below the team range's low end / this factor."""
     vlm_kappa_margin: float = 0.1
@@ -141,6 +152,12 @@ class AuditSettings(_Strict):
     resamples: int = Field(2000, ge=0)
     seed: int = 0
     fields: list[str] = []
+
+    @field_validator("resamples")
+    @classmethod
+    def _bounded(cls, v: int) -> int:
+        return _resamples_within(v)
+
     """Fields the audit reports on (default: every comparable field)."""
 
 
@@ -162,6 +179,12 @@ class BenchmarkSettings(_Strict):
     bootstrap_resamples: int = Field(2000, ge=0)
     seed: int = 0
     cluster: str | None = None
+
+    @field_validator("bootstrap_resamples")
+    @classmethod
+    def _bounded(cls, v: int) -> int:
+        return _resamples_within(v)
+
     """Metadata column naming an item's parent (video, problem) for cluster bootstrap."""
     strata: list[str] = []
     conditions: ConditionAxis | None = None
@@ -283,5 +306,16 @@ class Project(_Strict):
         return out
 
     def prompt_path(self, rel: str) -> Path:
-        base = self.root or Path.cwd()
-        return base / rel
+        """The template ``rel`` inside the project folder; one that resolves outside it
+        (``..``, an absolute path, a symlink) is refused, as the loader refuses it."""
+        from truthline.errors import TruthlineError
+
+        base = (self.root or Path.cwd()).resolve()
+        path = (base / rel).resolve()
+        if not path.is_relative_to(base):
+            where = self._source or base
+            raise TruthlineError(
+                f"{where}: prompt template {rel!r} is outside the project folder {base}; "
+                "keep templates inside the folder of the definition"
+            )
+        return path

@@ -96,6 +96,13 @@ _ENTRIES: list[tuple[str, str, str]] = [
         "Exclusion signal: the annotator's agreement with the VLM is above the team ceiling.",
     ),
     (
+        "gold_standard_accuracy",
+        "gold-standard accuracy",
+        "Share of an annotator's answers on gold-standard items (known answers mixed "
+        "unmarked into tier-1 queues at the declared rate) that agree with the known answer, "
+        "with a Wilson 95% interval. Reported per annotator; not an exclusion signal.",
+    ),
+    (
         "zero_productive",
         "zero productive overrides",
         "Exclusion signal: no productive "

@@ -99,13 +99,23 @@ def grid_cmd(
     emit(data, as_json, render)
 
 
+MAX_SIDE = 16384
+"""The largest render side --res takes (Blender's own limit is 65536; a 16k frame already
+takes gigabytes of memory)."""
+
+
 def _res(value: str | None) -> tuple[int | None, int | None]:
+    """``WIDTHxHEIGHT`` as two sides of 1 to MAX_SIDE pixels (0 would silently mean the
+    camera's own size)."""
     if value is None:
         return None, None
-    m = re.fullmatch(r"(\d+)[xX](\d+)", value.strip())
+    m = re.fullmatch(r"(\d{1,9})[xX](\d{1,9})", value.strip())
     if not m:
-        raise SceneError(f"--res {value!r}: give WIDTHxHEIGHT, e.g. 960x540")
-    return int(m.group(1)), int(m.group(2))
+        raise SceneError(f"--res {value!r}: give WIDTHxHEIGHT in pixels, e.g. 960x540")
+    w, h = int(m.group(1)), int(m.group(2))
+    if not (1 <= w <= MAX_SIDE and 1 <= h <= MAX_SIDE):
+        raise SceneError(f"--res {value!r}: each side must be 1 to {MAX_SIDE} pixels, e.g. 960x540")
+    return w, h
 
 
 @app.command("render")
@@ -138,7 +148,32 @@ def render_cmd(
     limit: Annotated[
         int | None, typer.Option("--limit", min=1, help="Render only the first N frames.")
     ] = None,
-    workers: Annotated[int, typer.Option("--workers", min=1, help="Blender workers.")] = 1,
+    device: Annotated[
+        str,
+        typer.Option(
+            "--device",
+            help="Cycles device: auto (a GPU when Cycles finds one: OptiX > CUDA > HIP > "
+            "Metal > oneAPI, else the CPU), cpu, or gpu (fail without one).",
+        ),
+    ] = "auto",
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers",
+            min=1,
+            help="Blender workers (more than 1 fans out over Ray; default 1, or with --ray "
+            "one per node).",
+        ),
+    ] = None,
+    cpus_per_worker: Annotated[
+        int | None,
+        typer.Option(
+            "--cpus-per-worker",
+            min=1,
+            help="CPUs each Ray worker reserves and renders with (Blender threads); "
+            "default: a node's CPUs shared by the workers on it.",
+        ),
+    ] = None,
     ray_address: Annotated[
         str | None, typer.Option("--ray", help="Ray cluster address (default: a local Ray).")
     ] = None,
@@ -162,8 +197,11 @@ def render_cmd(
     dn = {"fast": "FAST", "high": "HIGH", "none": None}
     if denoise.lower() not in dn:
         raise SceneError(f"--denoise {denoise!r}: use fast, high or none")
+    from truthline.scenes._device import check_request
+
     rx, ry = _res(res)
     settings = RenderSettings(
+        device=check_request(device),
         engine=eng,  # type: ignore[arg-type]
         spp=spp,
         res_x=rx,
@@ -200,9 +238,11 @@ def render_cmd(
         settings,
         workers=workers,
         ray_address=ray_address,
+        cpus_per_worker=cpus_per_worker,
         timeout_s=timeout,
         on_frame=on_frame,
     )
+    devices = sorted({str(r.device.get("backend", "")) for r in rep.records} - {""})
     summary = {
         "store": str(dest),
         "planned": rep.planned,
@@ -211,11 +251,13 @@ def render_cmd(
         "failed": [{"job_id": j, "error": e} for j, e in rep.failed],
         "seconds": round(rep.seconds, 2),
         "frames_per_s": round(rep.frames_per_s, 3),
+        "devices": devices,
     }
 
     def show() -> None:
+        on = f" on {', '.join(devices)}" if devices else ""
         console.print(
-            f"{env_name} {what}: {rep.rendered} rendered, {rep.skipped} already done, "
+            f"{env_name} {what}: {rep.rendered} rendered{on}, {rep.skipped} already done, "
             f"{len(rep.failed)} failed in {rep.seconds:.1f} s → {dest}"
         )
 

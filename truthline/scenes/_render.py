@@ -1,33 +1,34 @@
 """Render frames of an environment: plan jobs, run them on Blender workers, store results.
 
 One worker runs in-process (a :class:`WorkerClient`); more fan out over Ray (a local Ray by
-default, a cluster with ``ray_address``): each Ray actor owns one long-lived worker and
-returns the image bytes; the host hashes, stores and records them, so a cluster needs no
-shared filesystem and the store is written by one process. Ray's ``ActorPool`` does the
-queueing. A rerun skips frames already complete in the store; a failed frame is reported
-(with the worker's own error) and the others go on.
+default, a cluster with ``ray_address``; see ``_ray`` for how actors are sized to the CPUs
+Blender uses): each Ray actor owns one long-lived worker and returns the image bytes; the
+host hashes, stores and records them, so a cluster needs no shared filesystem and the store
+is written by one process. A rerun skips frames already complete in the store; a failed
+frame is reported (with the worker's own error) and the others go on, except ``--device
+gpu`` on a machine without one, which stops the run at its first frame.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
-import os
 import shutil
+import socket
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from truthline.scenes._device import NoGPUError
+from truthline.scenes._ray import ray_results
 from truthline.scenes._store import FrameStore
 from truthline.scenes._types import (
     BaseEnvironment,
     FrameRecord,
     RenderSettings,
-    SceneError,
     WorkerError,
     canonical_json,
     get_environment,
@@ -94,6 +95,7 @@ def execute(
             res = client.request({**payload, "out_dir": tmp}, timeout_s=timeout_s)
         except WorkerError as exc:
             return {"ok": False, "job_id": payload.get("job_id"), "error": str(exc)}
+        res["worker"] = {"host": socket.gethostname(), "pid": client.pid}
         if res.get("ok"):
             res["data"] = {
                 v: [Path(p).suffix.lstrip("."), Path(p).read_bytes()]
@@ -125,6 +127,8 @@ def finish(store: FrameStore, job: Job, res: Mapping[str, Any]) -> FrameRecord:
         images=images,
         image_ext=exts,
         job_id=job.job_id,
+        device=dict(res.get("device", {})),
+        worker=dict(res.get("worker", {})),
     )
     acc = None
     if type(env).score is not BaseEnvironment.score and "rgb" in images:
@@ -154,86 +158,24 @@ class RenderReport:
         return self.rendered / self.seconds if self.seconds > 0 else 0.0
 
 
-class RenderActor:
-    """A Ray actor body: one long-lived Blender worker (wrapped by ``ray.remote``)."""
-
-    def __init__(self, timeout_s: float, threads: int):
-        from truthline.scenes import env
-
-        env.ensure(progress=False)  # a cluster node builds its own scenes venv once
-        self.client = WorkerClient(timeout_s=timeout_s)
-        self.threads = threads
-
-    def run(self, payload: dict[str, Any]) -> dict[str, Any]:
-        if self.threads:
-            payload = {**payload, "render": {**payload["render"], "threads": self.threads}}
-        return execute(self.client, payload)
-
-    def close(self) -> None:
-        self.client.close()
-
-
-def _ray_results(
-    payloads: list[dict[str, Any]],
-    workers: int,
-    ray_address: str | None,
-    timeout_s: float,
-) -> Iterator[dict[str, Any]]:
-    try:
-        import ray
-        from ray.util import ActorPool
-    except ImportError as exc:
-        raise SceneError(
-            "fanning out over several workers needs Ray: pip install 'truthline[scenes]'"
-        ) from exc
-    started_here = not ray.is_initialized()
-    if started_here:
-        if ray_address:
-            ray.init(address=ray_address, log_to_driver=False)
-        else:
-            ray.init(
-                num_cpus=os.cpu_count() or 1,
-                include_dashboard=False,
-                log_to_driver=False,
-                object_store_memory=256 * 1024 * 1024,
-            )
-    total = float(ray.cluster_resources().get("CPU", os.cpu_count() or 1))
-    cpus = total / workers if not ray_address else 1.0
-    threads = 0 if ray_address else max(1, int(cpus))
-    actor_cls = ray.remote(num_cpus=cpus)(RenderActor)
-    actors = [actor_cls.remote(timeout_s, threads) for _ in range(workers)]  # type: ignore[attr-defined]
-    try:
-        pool = ActorPool(actors)
-        try:
-            yield from pool.map_unordered(lambda a, p: a.run.remote(p), payloads)
-        except ray.exceptions.RayError as exc:  # an actor died or its call raised
-            first = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-            raise SceneError(
-                f"a Ray render worker failed ({type(exc).__name__}: {first}); the frames "
-                "finished so far are stored, rerun the same command to resume"
-            ) from exc
-    finally:
-        for a in actors:
-            with contextlib.suppress(Exception):  # a dead actor has nothing left to close
-                ray.get(a.close.remote(), timeout=30)  # type: ignore[attr-defined]
-            ray.kill(a)  # type: ignore[arg-type]
-        if started_here:
-            ray.shutdown()
-
-
 def render(
     env_name: str,
     params: Iterable[Mapping[str, Any]],
     out: Path | str,
     settings: RenderSettings,
     *,
-    workers: int = 1,
+    workers: int | None = None,
     ray_address: str | None = None,
+    cpus_per_worker: int | None = None,
     timeout_s: float = 900.0,
     on_frame: Callable[[Job, FrameRecord | None, str | None], None] | None = None,
     client: WorkerClient | None = None,
 ) -> RenderReport:
-    """Render every frame of ``params`` into the store at ``out``; skip complete ones."""
+    """Render every frame of ``params`` into the store at ``out``; skip complete ones.
+
+    One in-process worker unless ``workers`` > 1, ``ray_address`` or ``cpus_per_worker``
+    asks for Ray; there ``workers``/``cpus_per_worker`` size the actors (default: one per
+    node with all its CPUs, see :func:`~truthline.scenes._ray.plan_actors`)."""
     t0 = time.perf_counter()
     store = FrameStore(out)
     jobs = plan(env_name, params, settings)
@@ -261,12 +203,14 @@ def render(
                 on_frame(job, rec, None)
         else:
             err = str(res.get("error", "unknown error"))
+            if err.startswith(f"{NoGPUError.__name__}: "):  # the same for every frame: stop
+                raise NoGPUError(err.split(": ", 1)[1])
             rep.failed.append((job.job_id, err))
             if on_frame:
                 on_frame(job, None, err)
 
     payloads = [j.payload() for j in todo.values()]
-    if workers <= 1 and not ray_address:
+    if (workers or 1) <= 1 and not ray_address and cpus_per_worker is None:
         own = client is None
         cl = client or WorkerClient(timeout_s=timeout_s)
         try:
@@ -277,7 +221,12 @@ def render(
             if own:
                 cl.close()
     else:
-        for res in _ray_results(payloads, max(1, workers), ray_address, timeout_s):
+        for res in ray_results(
+            payloads, workers, ray_address, timeout_s, cpus_per_worker=cpus_per_worker
+        ):
             handle(res)
     rep.seconds = time.perf_counter() - t0
     return rep
+
+
+_ray_results = ray_results  # the name tests and older callers import

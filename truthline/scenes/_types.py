@@ -133,9 +133,11 @@ class Effects(_Json):
 class RenderSettings(_Json):
     """Engine settings of one render. ``res_x``/``res_y`` None = the camera's native size.
 
-    Cycles runs on the CPU with OIDN (``denoise`` FAST/HIGH, prefilter NONE for FAST) or
-    none; Workbench is for previews, CI and masks. ``exr`` also writes the linear EXR.
-    ``mask`` renders the visible-subject mask (Workbench, flat, AA off).
+    Cycles runs with OIDN (``denoise`` FAST/HIGH, prefilter NONE for FAST) or none, on
+    ``device`` (``auto``: a GPU when Cycles finds one, else the CPU; ``cpu``; ``gpu``: fail
+    without one); Workbench is for previews, CI and masks. ``exr`` also writes the linear
+    EXR. ``mask`` renders the visible-subject mask (Workbench, flat, AA off). ``threads`` is
+    Blender's render thread count (0 = every core).
     """
 
     engine: Engine = "CYCLES"
@@ -146,8 +148,13 @@ class RenderSettings(_Json):
     exr: bool = False
     mask: bool = True
     threads: int = 0
+    device: str = "auto"
 
     def __post_init__(self) -> None:
+        if self.device not in ("auto", "cpu", "gpu"):
+            raise SceneError(f"render device {self.device!r}: use auto, cpu or gpu")
+        if self.threads < 0:
+            raise SceneError(f"render threads must be >= 0 (0 = every core), got {self.threads}")
         if self.engine not in ("CYCLES", "BLENDER_WORKBENCH"):
             raise SceneError(
                 f"render engine {self.engine!r}: use CYCLES or BLENDER_WORKBENCH "
@@ -213,8 +220,9 @@ def job_key(
         "env_version": env_version,
         "params": params,
         "seed": seed,
-        # threads change how fast a frame renders, not what it is
-        "render": {k: v for k, v in render.to_dict().items() if k != "threads"},
+        # threads and device change how fast a frame renders, not what it shows (the
+        # record says which device made it), and leave older job keys as they were
+        "render": {k: v for k, v in render.to_dict().items() if k not in ("threads", "device")},
     }
     return hashlib.sha256(canonical_json(payload).encode()).hexdigest()[:24]
 
@@ -225,7 +233,9 @@ class FrameRecord:
 
     ``images`` maps a variant (``rgb``, ``linear``, ``mask``, ``nv``) to the sha256 of its file;
     ``camera`` holds the CameraSpec/CameraPose/Effects dicts actually used; ``timings`` are
-    seconds per stage (``build``, ``render``, ``mask``, ``extract``, ``total``).
+    seconds per stage (``build``, ``render``, ``mask``, ``extract``, ``total``); ``device`` is
+    what the render ran on (``type`` cpu/gpu, ``backend``, ``devices``, ``threads``) and
+    ``worker`` which process made it (``host``, ``pid``, ``ray_node_id`` on a Ray cluster).
     """
 
     env: str
@@ -241,6 +251,8 @@ class FrameRecord:
     image_ext: dict[str, str] = field(default_factory=dict)
     acceptability: dict[str, Any] | None = None
     questions: list[dict[str, Any]] = field(default_factory=list)
+    device: dict[str, Any] = field(default_factory=dict)
+    worker: dict[str, Any] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
     job_id: str = ""
 

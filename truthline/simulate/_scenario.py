@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from truthline._names import check_annotator
 from truthline.fields import EntityList
 from truthline.project import Project
 from truthline.simulate._annotators import decide_annotation, get_behaviour
@@ -41,6 +42,9 @@ class TeamMember:
     """Relative share of anchored items."""
     blind: bool = True
     """Takes part in the blind double-annotation arm."""
+
+    def __post_init__(self) -> None:
+        check_annotator(self.name, "TeamMember name")
 
 
 DEFAULT_TEAM = (
@@ -129,6 +133,7 @@ def build_scenario(
     Sizes default to SteelBench's proportions: 363 expert reviews, 102 blind
     double-annotated and 289 anchored double-annotated clips per 1,345.
     """
+    check_annotator(expert_name, "expert_name")
     scale = n_items / 1345
     expert_items = round(363 * scale) if expert_items is None else expert_items
     blind_pairs = round(102 * scale) if blind_pairs is None else blind_pairs
@@ -384,6 +389,7 @@ def _rows(
                 flagged=d.flagged,
                 lead_time=d.lead_time,
                 source="simulated",
+                simulated=True,
                 source_id=sid,
                 shown_prediction_id=pred_id if shown is not None else None,
                 model_version=version if shown is not None else None,

@@ -83,6 +83,28 @@ def draw_frame(
     return _degrade(img, spec.visibility, rng)
 
 
+def worker_boxes(spec: ClipSpec, t: float, size: tuple[int, int]) -> list[list[float]]:
+    """Each worker's box at clip time fraction ``t`` as ``draw_frame`` draws it, in percent
+    of the frame (``[x, y, width, height]``): what a perfect person detector reports."""
+    w, h = size
+    out = []
+    for wk in spec.workers:
+        dx = wk["vx"] * t if wk["motion"] in ("walk", "carry") else 0.01 * np.sin(6 * t)
+        cx, cy = int((wk["x"] + dx) * w), int(wk["y"] * h)
+        r = max(4, int(0.025 * w))
+        right = cx + (3 * r if wk["motion"] == "carry" else r)
+        x0, y0, y1 = cx - r, cy - r, cy + int(3.6 * r)
+        out.append(
+            [
+                round(100 * x0 / w, 2),
+                round(100 * y0 / h, 2),
+                round(100 * (right - x0) / w, 2),
+                round(100 * (y1 - y0) / h, 2),
+            ]
+        )
+    return out
+
+
 def make_specs(n_clips: int, seed: int = 0) -> list[ClipSpec]:
     rng = np.random.default_rng(seed)
     specs = []

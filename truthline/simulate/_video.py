@@ -17,7 +17,14 @@ from pathlib import Path
 
 import numpy as np
 
-from truthline.simulate._scene import SITES, ClipSpec, draw_frame, make_specs, truth_of
+from truthline.simulate._scene import (
+    SITES,
+    ClipSpec,
+    draw_frame,
+    make_specs,
+    truth_of,
+    worker_boxes,
+)
 
 
 @dataclass
@@ -64,7 +71,7 @@ def write_videos(
     cams = cams[:cameras]
     specs = make_specs(cameras * scenes_per_camera, seed)
     scenes: list[Scene] = []
-    detections: dict[str, list[list[float]]] = {}
+    detections: dict[str, list[list]] = {}
     meta_rows = []
     for ci, (site, cam) in enumerate(cams):
         video = f"{cam}_20261130_0800.mp4"
@@ -86,9 +93,13 @@ def write_videos(
             )
             # a detector with confidence that dips in bad visibility, still above 0.25
             conf = 0.55 if spec.visibility != "clear" else 0.85
-            detections.setdefault(video, []).append(
-                [round(start, 3), round(end - 1 / fps, 3), conf]
-            )
+            # one interval per second, with the workers' boxes at its middle (percent)
+            for a in np.arange(start, end - 1 / fps, 1.0):
+                b = min(a + 1.0, end - 1 / fps)
+                frac = ((a + b) / 2 - start) / max(end - start, 1e-9)
+                detections.setdefault(video, []).append(
+                    [round(a, 3), round(b, 3), conf, worker_boxes(spec, frac, size)]
+                )
             for _ in range(round(gap_s * fps)):
                 writer.write(blank)
             t = end + gap_s

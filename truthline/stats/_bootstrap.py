@@ -20,9 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
+
+Labels = Sequence[Any] | np.ndarray
+"""Cluster or stratum labels per unit: any values, or an integer code array (fast path)."""
 
 DEFAULT_RESAMPLES = 2000
 MIN_CLUSTERS_TOTAL = 20
@@ -88,7 +92,17 @@ def design_words(clusters: int | None, strata: int | None, n: int = 0) -> str:
     return " ".join(parts)
 
 
-def _group_codes(labels: Sequence[Any]) -> tuple[np.ndarray, int]:
+def _group_codes(labels: Labels) -> tuple[np.ndarray, int]:
+    """Group codes in the order of the labels as text (the codes any caller has seen).
+
+    An integer array (the audit's cluster codes) is grouped as integers and only its
+    distinct values are ordered as text: O(n) instead of one string per label per call."""
+    if isinstance(labels, np.ndarray) and labels.dtype.kind in "iu":
+        uniq, inv = np.unique(labels, return_inverse=True)
+        rank = np.empty(len(uniq), dtype=np.int64)
+        rank[np.argsort(uniq.astype(str), kind="stable")] = np.arange(len(uniq))
+        codes = rank[inv.ravel()]
+        return codes, len(uniq)
     _, codes = np.unique(np.asarray(labels, dtype=object).astype(str), return_inverse=True)
     codes = codes.ravel()
     return codes.astype(np.int64), int(codes.max()) + 1 if len(codes) else 0
@@ -131,9 +145,7 @@ class Design:
         return _scheme(*self.resampling(clusters, strata))
 
 
-def design(
-    n: int, clusters: Sequence[Any] | None = None, strata: Sequence[Any] | None = None
-) -> Design:
+def design(n: int, clusters: Labels | None = None, strata: Labels | None = None) -> Design:
     """Describe a resampling design and decide the fallbacks (issue 13: thin designs)."""
     ccodes: np.ndarray | None = None
     if clusters is not None:
@@ -196,6 +208,7 @@ def draw(
     clusters: Sequence[Any] | None = None,
     strata: Sequence[Any] | None = None,
     batch: int | None = None,
+    dtype: Any = np.int32,
 ) -> np.ndarray:
     """Multiplicity matrix ``W`` of shape (resamples, n): ``W[b, i]`` = times unit i is drawn.
 
@@ -204,6 +217,8 @@ def draw(
     ``batch``: draws per block (default 4M; bounds memory, keeps bincount cache-friendly).
     The same ``seed`` always gives the same matrix. ``draw`` resamples exactly the design
     it is given; ``design_ci`` decides whether a design is too thin to resample.
+    ``dtype``: the counts' type (``uint8`` keeps a large matrix at one byte a cell; it is
+    widened to ``int32`` in the rare block where a count does not fit).
     """
     rng = np.random.default_rng(seed)
     if n == 0 or resamples == 0:
@@ -227,7 +242,7 @@ def draw(
             raise ValueError(
                 "a cluster spans several strata; strata must be constant within a cluster"
             )
-    counts = np.zeros((resamples, n_clusters), dtype=np.int32)
+    counts = np.zeros((resamples, n_clusters), dtype=dtype)
     step = max(1, (batch or 2**22) // max(1, n_clusters))  # cache-sized blocks of rows
     for s in np.unique(cluster_stratum):
         members = np.flatnonzero(cluster_stratum == s)
@@ -237,6 +252,8 @@ def draw(
             picks = rng.integers(0, k, size=(hi - lo, k), dtype=np.int32)
             picks += (np.arange(hi - lo, dtype=np.int32) * k)[:, None]  # one bincount for the block
             block = np.bincount(picks.ravel(), minlength=(hi - lo) * k).reshape(hi - lo, k)
+            if block.size and block.max() > np.iinfo(counts.dtype).max:
+                counts = counts.astype(np.int32)
             if k == n_clusters:
                 counts[lo:hi] = block
             else:
@@ -532,11 +549,26 @@ def paired_diff_ci(
     )
 
 
+@lru_cache(maxsize=8192)
+def _t_ppf(q: float, df: int) -> float:
+    """Student t quantile, cached: an audit asks for the same few thousand, ~0.3 ms each."""
+    from scipy import stats as sps
+
+    return float(sps.t.ppf(q, df))
+
+
+@lru_cache(maxsize=64)
+def _z(q: float) -> float:
+    from scipy import stats as sps
+
+    return float(sps.norm.ppf(q))
+
+
 def proportion_ci(
     successes: float | Sequence[float] | np.ndarray,
     trials: float | Sequence[float] | np.ndarray,
     *,
-    clusters: Sequence[Any] | None = None,
+    clusters: Labels | None = None,
     method: str = "wilson",
     confidence: float = 0.95,
 ) -> CI:
@@ -575,7 +607,7 @@ def proportion_ci(
         var_srs = p * (1 - p) / n
         deff = max(1.0, var_ratio / var_srs) if var_srs > 0 else 1.0
         q = 1 - (1 - confidence) / 2
-        df_adj = (sps.t.ppf(q, max(units - 1, 1)) / sps.t.ppf(q, g - 1)) ** 2
+        df_adj = (_t_ppf(q, max(units - 1, 1)) / _t_ppf(q, g - 1)) ** 2
         n_eff = n / deff * float(df_adj)
         label = f"{method} (deff {deff:.2f}, t({g - 1}))"
     elif d.n_clusters is not None:
@@ -593,7 +625,7 @@ def proportion_ci(
         )
     xe = p * n_eff
     if method == "wilson":
-        z = float(sps.norm.ppf(1 - (1 - confidence) / 2))
+        z = _z(1 - (1 - confidence) / 2)
         centre = (xe + z * z / 2) / (n_eff + z * z)
         half = z / (n_eff + z * z) * np.sqrt(xe * (n_eff - xe) / n_eff + z * z / 4)
         low, high = max(0.0, centre - half), min(1.0, centre + half)

@@ -11,29 +11,26 @@ import re
 from collections.abc import Iterable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
-from truthline._cli_common import JsonOpt, ProjectOpt, console, emit, workspace, ws_project
-from truthline.stats._bootstrap import CI
-from truthline.stats._ci import agreement
-from truthline.stats._format import fmt_ci
-from truthline.stats._ratings import AgreementError, Ratings
-from truthline.stats._store_design import StoreDesign, declared_design
-from truthline.stats._structure import (
-    disagreement_structure,
-    leave_one_out,
-    scorer_vs_majority,
+from truthline._cli_common import (
+    JsonOpt,
+    ProjectOpt,
+    bounded_resamples,
+    console,
+    emit,
+    workspace,
+    ws_project,
 )
-from truthline.stats._table import (
-    load_ratings,
-    need_columns,
-    rater_columns,
-    read_table,
-    typed_table,
-)
+from truthline._limits import input_file
+
+if TYPE_CHECKING:
+    from truthline.stats._bootstrap import CI
+    from truthline.stats._ratings import Ratings
+    from truthline.stats._store_design import StoreDesign
 
 app = typer.Typer(
     help="Rater-agreement statistics (kappa, alpha, AC1 and more) with bootstrap confidence intervals.",
@@ -105,7 +102,15 @@ ArmOpt = Annotated[
     str | None, typer.Option("--arm", help="Store mode: blind | anchored | review | import.")
 ]
 TierOpt = Annotated[int | None, typer.Option("--tier", help="Store mode: 1 annotators, 2 experts.")]
-ResamplesOpt = Annotated[int, typer.Option("--resamples", min=0, help="Bootstrap resamples.")]
+ResamplesOpt = Annotated[
+    int,
+    typer.Option(
+        "--resamples",
+        min=0,
+        callback=bounded_resamples,
+        help="Bootstrap resamples (at most 100000, raised by TRUTHLINE_MAX_RESAMPLES).",
+    ),
+]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Bootstrap seed (recorded with the CI).")]
 RatersOpt = Annotated[
     str | None,
@@ -135,9 +140,13 @@ def _source(
 ) -> tuple[Ratings, str, str]:
     """Ratings from a CSV ``file``, else from the store (``--field``); with their level and a
     label of where they came from."""
+    from truthline.stats._ratings import AgreementError
+    from truthline.stats._table import load_ratings
+
     cats = [c.strip() for c in categories.split(",")] if categories else None
     if file is not None:
         lvl = level or "nominal"
+        input_file(file, "ratings")  # /dev/zero or a pipe would be read forever
         r = load_ratings(
             file,
             fmt.value,
@@ -198,6 +207,8 @@ def _declared_design(
 ) -> StoreDesign:
     """``declared_design`` on the command's workspace project (the dashboard's agreement
     page calls the same function)."""
+    from truthline.stats._store_design import declared_design
+
     ws, proj = ws_project(ctx, project)
     return declared_design(
         ws.store, proj, r, cluster, strata, krippendorff=ci == CIMethod.krippendorff
@@ -264,6 +275,10 @@ def agreement_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Agreement coefficients with bootstrap CIs (units, clusters, strata)."""
+    from truthline.stats._ci import agreement
+    from truthline.stats._format import fmt_ci
+    from truthline.stats._ratings import AgreementError
+
     store_mode = file is None
     r, lvl, what = _source(
         ctx,
@@ -370,6 +385,8 @@ def loo_cmd(
 ) -> None:
     """Each rater against the majority of the other raters (ties excluded), with CI (store
     mode: clustered by the project's declared cluster unless --cluster overrides it)."""
+    from truthline.stats._structure import leave_one_out
+
     store_mode = file is None
     r, _, what = _source(
         ctx,
@@ -439,7 +456,10 @@ def scorer_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """A scorer column vs the rater majority on a held-out split (RealityBench protocol)."""
-    df = read_table(file)
+    from truthline.stats._structure import scorer_vs_majority
+    from truthline.stats._table import need_columns, rater_columns, read_table, typed_table
+
+    df = read_table(input_file(file, "ratings"))
     need_columns(df, file, scorer, gray, cluster, unit_col)
     ucol = unit_col or ("unit" if "unit" in df.columns else None)
     names = rater_columns(
@@ -495,9 +515,12 @@ def scorer_cmd(
 
 def _group_map(groups: Path | None, group: list[str] | None) -> dict[str, str]:
     """Category -> taxonomy group from ``--groups FILE`` (category,group rows) and ``--group``."""
+    from truthline.stats._ratings import AgreementError
+    from truthline.stats._table import read_table
+
     out: dict[str, str] = {}
     if groups is not None:
-        df = read_table(groups)
+        df = read_table(input_file(groups, "--groups"))
         if len(df.columns) < 2:
             raise AgreementError(f"{groups}: needs two columns, category and group")
         for cat, grp in zip(df.iloc[:, 0], df.iloc[:, 1], strict=True):
@@ -548,6 +571,9 @@ def structure_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Disagreement structure: rater-vs-rater confusion by taxonomy group, share within a group."""
+    from truthline.stats._ratings import AgreementError
+    from truthline.stats._structure import disagreement_structure
+
     r, _, what = _source(
         ctx,
         file,

@@ -235,19 +235,26 @@ class KrippendorffAlpha(Coefficient):
     def _gram_form(self, N: Any, mp: np.ndarray, d: np.ndarray) -> None:
         """Many distinct values (plates): ``sum_c n_c(w)²`` is ``w' G w`` with the sparse
         unit x unit Gram matrix ``G = N N'`` (units sharing a value), cheaper than the
-        resamples x values sums when few units share each value."""
+        resamples x values sums when few units share each value. ``G`` is kept as its
+        diagonal and its upper-triangle pairs: ``w' G w = sum_u G_uu w_u² + 2 sum_{u<v}
+        G_uv w_u w_v`` costs one pass over ``w`` plus one gather per pair of units sharing
+        a value, with no transposed copy of the resamples (O(units + pairs) per resample)."""
         shared = np.bincount(N.indices, minlength=N.shape[1]).astype(float)
         if float((shared**2).sum()) > 4.0 * (N.nnz + N.shape[1]):
             return
-        self._gram = (N @ N.T).tocsr()
+        G = (N @ N.T).tocoo()
+        upper = G.row < G.col
+        self._gram = (G.diagonal(), G.row[upper], G.col[upper], 2.0 * G.data[upper])
         self._mp, self._d = mp, d
 
     def values(self, W: np.ndarray) -> np.ndarray:
         if self._gram is None:
             return super().values(W)
         W = np.asarray(W, dtype=float)
+        diag, pu, pv, twice = self._gram
         n, do = W @ self._mp, W @ self._d
-        e = n**2 - ((self._gram @ W.T).T * W).sum(axis=1)
+        cross = (np.take(W, pu, axis=1) * np.take(W, pv, axis=1)) @ twice
+        e = n**2 - np.einsum("bu,bu,u->b", W, W, diag) - cross
         with np.errstate(invalid="ignore", divide="ignore"):
             out = 1.0 - (n - 1) * do / e
             return np.where(e > 1e-12 * np.maximum(n, 1) ** 2, out, np.nan)

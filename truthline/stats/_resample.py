@@ -19,7 +19,12 @@ from scipy import sparse
 from truthline.stats._bootstrap import draw
 
 BLOCK_CELLS = 20_000_000
-"""At most this many (resample, unit) cells per block: ~160 MB as float64."""
+"""Resamples per seeded block: ``BLOCK_CELLS // n`` (fixes the random stream; not memory)."""
+
+CHUNK_CELLS = 1_000_000
+"""At most this many (resample, unit) cells are held at once (~8 MB as int64): a seeded
+block is drawn and yielded in row chunks of its own stream, so the resamples are the same
+as drawing the block whole, memory stays flat in n and ``bincount`` works in cache."""
 
 
 def block_size(n: int, resamples: int) -> int:
@@ -34,24 +39,37 @@ def multiplicity_blocks(
     clusters: Sequence[Any] | None = None,
     strata: Sequence[Any] | None = None,
 ) -> Iterator[np.ndarray]:
-    """Yield blocks ``W`` (b x n): ``W[k, i]`` = times unit i is drawn in resample k."""
+    """Yield blocks ``W`` (b x n): ``W[k, i]`` = times unit i is drawn in resample k.
+
+    The plain unit bootstrap yields row chunks of at most ``CHUNK_CELLS`` cells; the
+    stream does not depend on the chunking (a generator's integers come out the same
+    whether asked for in one call or in several)."""
     if resamples <= 0 or n == 0:
         return
     size = block_size(n, resamples)
     n_blocks = -(-resamples // size)
     children = np.random.SeedSequence(seed).spawn(n_blocks)
+    rows = max(1, CHUNK_CELLS // n)
     for j, child in enumerate(children):
         b = min(size, resamples - j * size)
         if clusters is None and strata is None:
             rng = np.random.default_rng(child)
-            dtype = np.int32 if n < 2**31 else np.int64
-            picks = rng.integers(0, n, size=(b, n), dtype=dtype)
-            flat = picks + (np.arange(b, dtype=np.int64) * n)[:, None]  # one int64 pass
-            del picks
-            yield np.bincount(flat.ravel(), minlength=b * n).reshape(b, n)
+            for lo in range(0, b, rows):
+                yield _unit_counts(rng, n, min(rows, b - lo))
         else:
             sub_seed = int(child.generate_state(1)[0])
             yield draw(n, b, sub_seed, clusters=clusters, strata=strata)
+
+
+def _unit_counts(rng: np.random.Generator, n: int, b: int) -> np.ndarray:
+    """``b`` rows of a unit bootstrap: n uniform picks per row, counted per unit."""
+    dtype = np.int32 if n < 2**31 else np.int64
+    picks = rng.integers(0, n, size=(b, n), dtype=dtype)
+    if b == 1:
+        return np.bincount(picks[0], minlength=n)[None, :]
+    flat = picks + (np.arange(b, dtype=np.int64) * n)[:, None]  # one int64 pass
+    del picks
+    return np.bincount(flat.ravel(), minlength=b * n).reshape(b, n)
 
 
 # -- compressed resampling: units with identical features are interchangeable -------------

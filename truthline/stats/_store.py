@@ -17,6 +17,7 @@ from truthline.fields import EntityList, FieldType
 from truthline.project import Project
 from truthline.stats._ratings import AgreementError, Ratings, as_ratings
 from truthline.store import Store, tables
+from truthline.vocab import Arm
 
 
 def _rows(store: Store, project: str, head: str, arm: str | None, tier: int | None):
@@ -55,6 +56,10 @@ def ratings_from_store(
         raise AgreementError(
             f"field {clean!r} ({ft.name}) has no agreement level; pick one of its subfields"
         )
+    if arm is not None and arm not in {a.value for a in Arm}:
+        # checked before the query: a typo (``blnd``) matched no rows and read as "pull first"
+        known = ", ".join(a.value for a in Arm)
+        raise AgreementError(f"unknown arm {arm!r}; arms: {known}")
     head, _, sub = clean.partition(".")
     rows = _rows(store, project.name, head, arm, tier)
     if not rows:

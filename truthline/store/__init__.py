@@ -1,11 +1,16 @@
 """The store: SQLAlchemy Core tables over SQLite (default) or PostgreSQL, with migrations.
 
 Public API: ``Store`` (open + migrate), ``StoreError``, ``explain`` (one line for a
-database error), ``tables`` (the table objects), ``now``, ``json_hash`` and ``redact_url``.
+database error), ``tables`` (the table objects), ``now``, ``json_hash``, ``redact_url``;
+``lineage`` (one item field's whole history, a ``Lineage``), ``last_pull``,
+``item_task_urls`` and ``task_url`` (Label Studio task links); ``mark_simulated``,
+``simulated_annotators`` and ``shown_name`` (SIMULATED annotators, marked in the store).
 """
 
 from truthline.store import _tables as tables
+from truthline.store._lineage import Lineage, item_task_urls, last_pull, lineage, task_url
 from truthline.store._migrations import LATEST as SCHEMA_VERSION
+from truthline.store._simulated import mark_simulated, shown_name, simulated_annotators
 from truthline.store._snapshots import resolve_snapshot
 from truthline.store._status import AnnotationCounts, GoldCounts, PredictionCounts, StageCounts
 from truthline.store._store import Store, StoreError, explain, json_hash, now, redact_url
@@ -14,14 +19,22 @@ __all__ = [
     "SCHEMA_VERSION",
     "AnnotationCounts",
     "GoldCounts",
+    "Lineage",
     "PredictionCounts",
     "StageCounts",
     "Store",
     "StoreError",
     "explain",
+    "item_task_urls",
     "json_hash",
+    "last_pull",
+    "lineage",
+    "mark_simulated",
     "now",
     "redact_url",
     "resolve_snapshot",
+    "shown_name",
+    "simulated_annotators",
     "tables",
+    "task_url",
 ]

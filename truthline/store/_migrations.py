@@ -60,12 +60,46 @@ def _v5(conn: Connection) -> None:
     t.withdrawals.create(conn, checkfirst=True)
 
 
+def _v6(conn: Connection) -> None:
+    """annotations.simulated: SIMULATED annotators are marked in the store, not only by a
+    ``simulated`` source (the demo's annotators label through Label Studio, whose source is
+    the same as a real person's). Rows whose source already said ``simulated`` get it."""
+    cols = {c["name"] for c in inspect(conn).get_columns(t.annotations.name)}
+    if "simulated" not in cols:
+        kind = t.annotations.c.simulated.type.compile(dialect=conn.dialect)
+        false = "0" if conn.dialect.name == "sqlite" else "false"
+        conn.exec_driver_sql(
+            f"ALTER TABLE annotations ADD COLUMN simulated {kind} NOT NULL DEFAULT {false}"
+        )
+    conn.execute(
+        t.annotations.update().where(t.annotations.c.source == "simulated").values(simulated=True)
+    )
+
+
+def _v7(conn: Connection) -> None:
+    """Blind stays blind (issue 26): exposure violations found by pull, review pseudonyms,
+    gold-standard items with known answers.
+    Number 6 is left to a step written at the same time."""
+    t.exposure_violations.create(conn, checkfirst=True)
+    t.annotator_pseudonyms.create(conn, checkfirst=True)
+    t.gold_standard.create(conn, checkfirst=True)
+
+
+def _v8(conn: Connection) -> None:
+    """request_claims: a lease per request key, so two runs on one store never pay twice
+    for one answer (issue 27)."""
+    t.request_claims.create(conn, checkfirst=True)
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "initial schema: projects, items, responses, predictions, annotations, gold, runs", _v1),
     (2, "annotations.deleted_at: deletions in Label Studio kept as history", _v2),
     (3, "responses.prompt: the rendered prompt text as sent (per-sample logs)", _v3),
     (4, "Label Studio project kinds: scope, kind and shown columns (PhysAlign state)", _v4),
     (5, "withdrawals: items withdrawn from a benchmark, with the reason", _v5),
+    (6, "annotations.simulated: SIMULATED annotators marked in the store", _v6),
+    (7, "exposure violations, review pseudonyms, gold-standard items (blind stays blind)", _v7),
+    (8, "request_claims: a lease per request key (no paid call twice)", _v8),
 ]
 
 LATEST = MIGRATIONS[-1][0]
@@ -83,10 +117,12 @@ def current_version(conn: Connection) -> int:
 def migrate(conn: Connection) -> list[int]:
     """Apply every pending step in order, inside the caller's transaction."""
     t.schema_version.create(conn, checkfirst=True)
-    have = current_version(conn)
+    # by the set recorded, not the highest: steps numbered in parallel (6 and 7) land in
+    # either order, and a store at 7 without 6 still gets 6
+    have = {int(v) for (v,) in conn.execute(select(t.schema_version.c.version))}
     applied = []
     for version, desc, step in MIGRATIONS:
-        if version <= have:
+        if version in have:
             continue
         step(conn)
         conn.execute(

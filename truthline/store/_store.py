@@ -132,10 +132,39 @@ def _too_long(exc: DBAPIError) -> str | None:
     return None
 
 
+def _url_hint(url: str) -> str | None:
+    """What to write instead of a PostgreSQL URL SQLAlchemy cannot load: ``postgres://``
+    (Heroku's and libpq's spelling) fails with "Can't load plugin: sqlalchemy.dialects:
+    postgres", and a bare ``postgresql://`` needs psycopg2, which truthline does not install;
+    truthline's driver is psycopg 3, spelled ``postgresql+psycopg://``."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return None
+    if scheme.lower() in ("postgres", "postgresql", "postgresql+psycopg2"):
+        fixed = redact_url(f"postgresql+psycopg://{rest}")
+        return f"write the URL as {fixed} (postgresql+psycopg:// selects the psycopg 3 driver)"
+    return None
+
+
+def _in_memory(url: str) -> bool:
+    """Whether a SQLite URL names no file (``sqlite://``, ``:memory:``, ``mode=memory``): a
+    store that vanishes, with everything written to it, when the command ends."""
+    scheme, sep, rest = url.strip().partition("://")
+    if not sep or scheme.lower().split("+")[0] != "sqlite":
+        return False
+    path, _, query = rest.removeprefix("/").partition("?")
+    return (
+        path in ("", ":memory:")
+        or path.startswith("file::memory:")
+        or "mode=memory" in query.lower()
+    )
+
+
 class Store:
     """A migrated database. Writes are short transactions committed as they happen."""
 
     def __init__(self, url: str, *, create: bool = True):
+        self.check_url(url)
         self.url = url
         file = _sqlite_file(url)
         if file is not None and create and "mode=ro" not in url:
@@ -143,7 +172,8 @@ class Store:
         try:
             self.engine: Engine = create_engine(url, future=True, pool_pre_ping=True)
         except Exception as exc:  # bad URL / missing driver
-            raise StoreError(f"cannot open the store at {redact_url(url)}: {exc}") from None
+            hint = _url_hint(url)
+            raise StoreError(f"cannot open the store at {redact_url(url)}: {hint or exc}") from None
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
         try:
@@ -164,6 +194,19 @@ class Store:
         except DBAPIError as exc:
             self.engine.dispose()
             raise StoreError(f"cannot open the store at {self.shown}: {_reason(exc)}") from None
+
+    @staticmethod
+    def check_url(url: str) -> str:
+        """``url`` unless it is a store that cannot keep anything: an in-memory SQLite
+        database vanishes, with every paid answer and label, when the command ends."""
+        if _in_memory(url):
+            raise StoreError(
+                f"the store URL {url!r} is an in-memory SQLite database, thrown away with "
+                "everything written to it when the command ends; give a file (e.g. "
+                "TRUTHLINE_DB=sqlite:////abs/path/truthline.db) or leave TRUTHLINE_DB and --db "
+                "unset for the workspace's own truthline.db"
+            )
+        return url
 
     @property
     def shown(self) -> str:

@@ -147,6 +147,9 @@ annotations = Table(
     Column("flagged", Boolean, nullable=False, default=False),  # annotator flagged the item
     Column("lead_time", Float),
     Column("source", String(30), nullable=False),  # label_studio | import | simulated
+    # a SIMULATED annotator made it (issue 26): the demo's people label through Label
+    # Studio, so their source is label_studio like a real person's; this says they are not
+    Column("simulated", Boolean, nullable=False, default=False),
     Column("source_id", String(200), nullable=False),  # e.g. ls:<ls project>:<annotation id>
     Column("ls_project_id", Integer),
     Column("ls_task_id", Integer),
@@ -202,6 +205,55 @@ exposures = Table(
     # private value ({"kind": "target"}); NULL or [] when nothing else was shown
     Column("shown", JSON),
     UniqueConstraint("project", "item_id", "annotator", "arm", name="uq_exposures"),
+)
+
+# migration 7: what pull found on a blind task that its annotators must not have had (a
+# prediction on the task, an annotation made from one, an annotator who saw this item's
+# prediction elsewhere); ``source_id`` names the affected annotation (NULL: the whole task)
+exposure_violations = Table(
+    "exposure_violations",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("project", String(100), nullable=False),
+    Column("item_id", Integer, ForeignKey("items.id"), nullable=False),
+    Column("server_url", Text, nullable=False),
+    Column("ls_project_id", Integer, nullable=False),
+    Column("ls_task_id", Integer, nullable=False),
+    Column("kind", String(40), nullable=False),
+    Column("source_id", String(200), nullable=False, default=""),
+    Column("annotator", String(300), nullable=False, default=""),
+    Column("detail", Text, nullable=False, default=""),
+    _ts("found_at", nullable=False),
+    UniqueConstraint(
+        "server_url", "ls_project_id", "ls_task_id", "kind", "source_id", name="uq_exposure_viol"
+    ),
+)
+
+# migration 7: items with known answers mixed into tier-1 queues (``[audit]
+# gold_standard_rate``) to score each annotator; annotators are not told which they are
+gold_standard = Table(
+    "gold_standard",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("project", String(100), nullable=False),
+    Column("item_id", Integer, ForeignKey("items.id"), nullable=False),
+    Column("field_path", String(300), nullable=False),
+    Column("value", JSON),
+    Column("source", String(40), nullable=False),  # expert | table
+    _ts("created_at", nullable=False),
+    UniqueConstraint("project", "item_id", "field_path", name="uq_gold_standard"),
+)
+
+# migration 7: the neutral name ("annotator A") a review task shows for a tier-1 annotator;
+# the adjudicator sees only the pseudonym, the mapping stays here
+annotator_pseudonyms = Table(
+    "annotator_pseudonyms",
+    metadata,
+    Column("project", String(100), primary_key=True),
+    Column("annotator", String(300), primary_key=True),
+    Column("pseudonym", String(100), nullable=False),
+    _ts("created_at", nullable=False),
+    UniqueConstraint("project", "pseudonym", name="uq_pseudonym"),
 )
 
 arm_assignments = Table(
@@ -350,4 +402,20 @@ run_results = Table(
     UniqueConstraint(
         "run_id", "model", "item_id", "variant", "condition", "control", name="uq_run_results"
     ),
+)
+
+# migration 8: a lease on each request a run is about to send (its cache key), so two runs
+# on one store never pay for the same answer: a second run skips or waits for work another
+# live run holds. ``expires_at`` frees the claims of a killed run (renewed while it runs).
+request_claims = Table(
+    "request_claims",
+    metadata,
+    Column("cache_key", String(64), primary_key=True),
+    Column("run_id", String(64), nullable=False),
+    Column("label", String(300), nullable=False, default=""),
+    Column("host", String(255), nullable=False),
+    Column("pid", Integer, nullable=False),
+    _ts("claimed_at", nullable=False),
+    _ts("expires_at", nullable=False),
+    Index("ix_request_claims_run", "run_id"),
 )

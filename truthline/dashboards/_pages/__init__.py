@@ -1,3 +1,10 @@
 """The built-in pages; importing this package registers them."""
 
-from truthline.dashboards._pages import agreement, audit, benchmark, overview, samples  # noqa: F401
+from truthline.dashboards._pages import (  # noqa: F401
+    agreement,
+    audit,
+    benchmark,
+    lineage,
+    overview,
+    samples,
+)

@@ -69,6 +69,16 @@ def _item_meta(ctx: Context) -> dict[str, dict[str, Any]]:
     return {r["key"]: dict(r["meta"] or {}) for r in ctx.store.items(ctx.name)}
 
 
+def _strata_options(ctx: Context) -> list[str]:
+    """ "all items" and one "column=value" per stratum: cached as the short list it is, not
+    as every item's metadata (100k dicts to unpickle on each render)."""
+    meta = _item_meta(ctx)
+    cols = list(ctx.project.strata) or sorted({k for m in meta.values() for k in m})
+    return ["all items"] + [
+        f"{c}={v}" for c in cols for v in sorted({str(m.get(c)) for m in meta.values()})
+    ]
+
+
 def _annotators(ctx: Context) -> tuple[list[str], dict[str, str]]:
     """Tier-1 annotators of the project, and the excluded ones with their reason."""
     from sqlalchemy import select
@@ -251,11 +261,99 @@ def _section_matrix(rows: list[dict[str, Any]], measure: str) -> None:
     )
 
 
+def disagreeing_items(
+    ctx: Context,
+    fields: tuple[str, ...],
+    arm: str | None,
+    stratum: tuple[str, str] | None,
+    annotators: tuple[str, ...] | None,
+) -> list[dict[str, Any]]:
+    """Per item (or entity) and field where the chosen annotators disagree: their ratings,
+    the share agreeing with the most common value, the item's Label Studio task (of the
+    chosen arm; otherwise the first arm that has one) and its Lineage page, lowest share
+    first."""
+    from truthline.dashboards._pages.lineage import lineage_link
+    from truthline.stats import AgreementError
+    from truthline.store import item_task_urls
+
+    ids = ctx.store.item_ids_by_key(ctx.name)
+    tasks = item_task_urls(ctx.store, ctx.name)
+    arms = [arm] if arm else sorted({a for _, a in tasks}, key=lambda a: (a != "blind", a))
+    rows: list[dict[str, Any]] = []
+    for f in fields:
+        try:
+            r, _, _ = _ratings(ctx, f, arm, stratum, annotators)
+        except AgreementError:
+            continue
+        for u, unit in enumerate(map(str, r.units)):
+            rated = [(str(r.raters[j]), int(c)) for j, c in enumerate(r.codes[u]) if c >= 0]
+            codes = [c for _, c in rated]
+            if len(set(codes)) < 2:
+                continue
+            key, _, eid = unit.partition("[")
+            head, _, sub = f.partition(".")
+            path = f"{head}[{eid.rstrip(']')}].{sub}" if eid and sub else f
+            iid = ids.get(key, -1)
+            url = next((tasks[(iid, a)] for a in arms if (iid, a) in tasks), None)
+            rows.append(
+                {
+                    "field": f,
+                    "item": unit,
+                    "ratings": "; ".join(f"{a}={r.values[c]!r}" for a, c in rated),
+                    "raters": len(rated),
+                    "agreeing": max(map(codes.count, set(codes))) / len(codes),
+                    "label_studio": url,
+                    "lineage": lineage_link(key, path),
+                }
+            )
+    return sorted(rows, key=lambda x: (x["agreeing"], x["field"], x["item"]))
+
+
+def _section_disagreeing(ctx: Context, mkey: tuple[Any, ...]) -> None:
+    """Disagreeing items, each linked to its Label Studio task and its lineage."""
+    rows = cached(
+        ctx, "dashboards.agreement.disagreeing_items", partial(disagreeing_items, ctx, *mkey), *mkey
+    )
+    st.header("Items the annotators disagree on")
+    df = pd.DataFrame(rows)
+    if df.empty:
+        st.info("The chosen annotators agree on every item they share.")
+        return
+    st.caption(
+        f"{len(df)} items (or entities) x fields with differing ratings, least agreement "
+        "first; open the Label Studio task to look again, or its lineage."
+    )
+    st.dataframe(
+        df,
+        hide_index=True,
+        key="agr-disagreeing",
+        column_config={
+            "label_studio": st.column_config.LinkColumn("Label Studio", display_text="open task"),
+            "lineage": st.column_config.LinkColumn("Lineage", display_text="lineage"),
+            "agreeing": st.column_config.NumberColumn("agreeing", format="%.2f"),
+        },
+    )
+
+
+def _pull_caption(ctx: Context) -> None:
+    """When the figures below were last refreshed from Label Studio."""
+    from truthline.store import last_pull
+
+    at = cached(ctx, "truthline.store.last_pull", lambda: last_pull(ctx.store, ctx.name))
+    st.caption(
+        f"As of the last pull at {at:%Y-%m-%d %H:%M:%S} UTC (the latest change it brought); "
+        "`truthline annotate pull` refreshes it."
+        if at
+        else "No Label Studio pull yet: these are the annotations imported or simulated."
+    )
+
+
 @page("Agreement", order=20, icon=":material/groups:")
 def agreement_page(ctx: Context) -> None:
     from truthline.stats import registered_coefficients
 
     st.title("Rater agreement")
+    _pull_caption(ctx)
     fields = cached(ctx, "dashboards.agreement.fields", lambda: _fields(ctx))
     if not fields:
         st.info("No annotations yet: `truthline annotate pull` brings them from Label Studio.")
@@ -263,17 +361,7 @@ def agreement_page(ctx: Context) -> None:
     c1, c2, c3 = st.columns([3, 1, 2])
     chosen = c1.multiselect("Fields", fields, default=fields, key="agr-fields")
     arm_label = c2.selectbox("Arm", list(ARMS), key="agr-arm")
-    strata_cols = list(ctx.project.strata) or sorted(
-        {
-            k
-            for m in cached(ctx, "dashboards.item_meta", lambda: _item_meta(ctx)).values()
-            for k in m
-        }
-    )
-    meta = cached(ctx, "dashboards.item_meta", lambda: _item_meta(ctx))
-    options = ["all items"] + [
-        f"{c}={v}" for c in strata_cols for v in sorted({str(m.get(c)) for m in meta.values()})
-    ]
+    options = cached(ctx, "dashboards.agreement.strata_options", lambda: _strata_options(ctx))
     strat_label = c3.selectbox("Stratum", options, key="agr-stratum")
     stratum: tuple[str, str] | None = None
     if strat_label != "all items":
@@ -370,6 +458,7 @@ def agreement_page(ctx: Context) -> None:
         ),
         str(measure),
     )
+    _section_disagreeing(ctx, mkey)
     st.header("Disagreement by taxonomy group")
     structured = [r for r in results if r.get("structure")]
     if not structured:

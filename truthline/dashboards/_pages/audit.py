@@ -81,8 +81,10 @@ def direction_table(res: dict[str, Any], fields: list[str]) -> pd.DataFrame:
 
 
 def shown_name(res: dict[str, Any], annotator: str) -> str:
-    """An annotator's name as the charts show it: excluded annotators keep their rows, marked."""
-    return f"{annotator} (excluded)" if annotator in (res.get("exclusions") or {}) else annotator
+    """An annotator's name as the charts show it: excluded annotators keep their rows, marked;
+    SIMULATED annotators (marked in the store) say so, never read as real people."""
+    name = f"{annotator} (excluded)" if annotator in (res.get("exclusions") or {}) else annotator
+    return f"{name} (SIMULATED)" if annotator in (res.get("simulated_annotators") or ()) else name
 
 
 def _rates(blocks: dict[str, Any], key: str, what: str) -> list[dict[str, Any]]:
@@ -237,6 +239,7 @@ def signals_table(res: dict[str, Any]) -> pd.DataFrame:
                     "fired": bool(sig.get("fired")),
                     "flagged": bool(s["flagged"]),
                     "excluded": bool(s.get("excluded")),
+                    "simulated": a in (res.get("simulated_annotators") or ()),
                     "exclusion_reason": rec.get("reason"),
                 }
             )

@@ -56,6 +56,8 @@ def _render(job: dict[str, Any]) -> dict[str, Any]:
         "gt": gt,
         "camera": {"spec": spec.to_dict(), "pose": pose.to_dict(), "effects": effects.to_dict()},
         "timings": timings,
+        # Blender's own count: the system's threads when the settings leave it at 0 (AUTO)
+        "device": {**ctx.device, "threads": int(ctx.scene.render.threads)},
     }
 
 

@@ -18,10 +18,12 @@ import bpy  # type: ignore[import-not-found]
 import numpy as np
 
 from truthline.scenes import _camera
+from truthline.scenes._device import CyclesDevices
 from truthline.scenes._gt import mask_stats  # noqa: F401  (re-exported for envs)
 from truthline.scenes._types import CameraPose, CameraSpec, Effects, RenderSettings, SceneError
 
 RGBA = tuple[float, float, float, float]
+_DEVICES = CyclesDevices()  # GPU backends probed once per worker process
 
 
 def _rgba(c: Sequence[float]) -> RGBA:
@@ -44,6 +46,9 @@ class Ctx:
         self.effects: Effects | None = None
         self.mask: np.ndarray | None = None
         """The visible mask (bool H×W) once rendered; ``extract`` may read it."""
+        self.device: dict[str, Any] = {}
+        """What the main render ran on: a :class:`~truthline.scenes._device.DeviceChoice`
+        for Cycles; for Workbench (OpenGL) the GL renderer's name."""
         self.reset()
 
     # -- scene state -------------------------------------------------------------------
@@ -295,7 +300,9 @@ class Ctx:
         sc.view_settings.look = "None"
         if s.engine == "CYCLES":
             c = sc.cycles
-            c.device = "CPU"
+            prefs = bpy.context.preferences.addons["cycles"].preferences
+            self.device = _DEVICES.apply(prefs, s.device).to_dict()
+            c.device = "GPU" if self.device["type"] == "gpu" else "CPU"
             c.samples = s.spp
             c.seed = self.seed % (2**31)
             c.use_denoising = s.denoise is not None
@@ -313,6 +320,8 @@ class Ctx:
         """Render the main image (PNG; EXR too when asked); returns ``variant -> path``."""
         self._engine()
         bpy.ops.render.render(write_still=False)
+        if self.settings.engine != "CYCLES":  # the GL context exists only after a render
+            self.device = _gl_device(self.settings.device)
         img = bpy.data.images["Render Result"]
         files: dict[str, str] = {}
         st = self.scene.render.image_settings
@@ -365,6 +374,24 @@ class Ctx:
 
         self.mask = np.asarray(Image.open(p).convert("L")) > 127
         return str(p)
+
+
+def _gl_device(requested: str) -> dict[str, Any]:
+    """Workbench draws with OpenGL: a GPU's driver, or Mesa's llvmpipe (``SOFTWARE``) on
+    the CPU. ``--device`` is Cycles' choice and does not steer it."""
+    try:
+        import gpu  # type: ignore[import-not-found]
+
+        kind = str(gpu.platform.device_type_get())
+        renderer = str(gpu.platform.renderer_get())
+    except Exception:  # no GL context: nothing to name
+        kind, renderer = "", ""
+    return {
+        "requested": requested,
+        "type": "cpu" if kind == "SOFTWARE" else ("gpu" if kind else "unknown"),
+        "backend": "OPENGL",
+        "devices": [renderer] if renderer else [],
+    }
 
 
 def _matrix(m: np.ndarray) -> Any:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from truthline._cli_common import JsonOpt, console, emit, output_dir
+from truthline._cli_common import JsonOpt, console, emit, output_dir, whole_names
 
 if TYPE_CHECKING:
     from truthline.annotate import LSClient
@@ -972,7 +972,7 @@ def solve_cmd(
                 str(a.pending),
                 str(a.infra_missing),
             )
-        console.print(t)
+        console.print(whole_names(t))
         console.print(f"outcomes kept in {path}; `truthline benchmark report {run}` adds Δsolve")
 
     emit(info, as_json, render)

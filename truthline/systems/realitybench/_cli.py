@@ -143,6 +143,10 @@ def frames_cmd(
     seed: Annotated[int, typer.Option("--seed")] = 0,
     engine: Annotated[str, typer.Option("--engine", help="cycles or workbench.")] = "cycles",
     spp: Annotated[int, typer.Option("--spp", min=1)] = 8,
+    device: Annotated[
+        str,
+        typer.Option("--device", help="Cycles device: auto (GPU if any, else CPU), cpu or gpu."),
+    ] = "auto",
     res: Annotated[str, typer.Option("--res", help="WxH of the phone camera.")] = "960x720",
     env: Annotated[
         list[str] | None, typer.Option("--env", help="Environment(s); default all.")
@@ -161,6 +165,7 @@ def frames_cmd(
     rating project pow-acceptability (push it blind with overlap for the raters)."""
     from truthline.errors import TruthlineError
     from truthline.scenes import RenderSettings
+    from truthline.scenes._device import check_request
     from truthline.systems.realitybench import _pow
 
     ws = workspace(ctx)
@@ -174,6 +179,7 @@ def frames_cmd(
     settings = RenderSettings(
         engine=eng,  # type: ignore[arg-type]
         spp=spp,
+        device=check_request(device),
         denoise="FAST" if eng == "CYCLES" else None,
         mask=True,  # the visible mask: render sanity checks (App. D)
     )

@@ -452,6 +452,7 @@ def simulate_ratings(
                     "tier": 1,
                     "value": bool(v),
                     "source": "simulated",
+                    "simulated": True,
                     "source_id": f"sim:{project}:{key}:{who}",
                     "stored_at": now(),
                 }

@@ -165,6 +165,7 @@ def simulate_labels(store: Any, label_project: str, sample: pd.DataFrame, *, see
                         "tier": 1,
                         "value": val,
                         "source": "simulated",
+                        "simulated": True,
                         "source_id": f"sim:{label_project}:{key}:{who}",
                         "stored_at": now(),
                     }

@@ -1,0 +1,184 @@
+"""Paid answers survive a failing store write (issue 27): each is journaled (fsync'd, mode
+0600) before its store write and replayed by the next run, which asks nothing again."""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import stat
+
+import pytest
+from sqlalchemy import func, select
+
+from truthline.errors import TruthlineError
+from truthline.models import PARSED, ModelRequest, RetryPolicy, run_requests
+from truthline.models import _journal as journal_mod
+from truthline.models._journal import Journal, replay
+from truthline.models._writer import ResponseWriter
+from truthline.store import Store, StoreError, now, tables
+
+FAST = RetryPolicy(retries=1, base=0.01, cap=0.05)
+GOOD = '{"label": "dog", "count": 3}'
+
+
+def _req(tiny, images, i: int) -> ModelRequest:
+    return ModelRequest(
+        project="tiny",
+        item_id=None,
+        purpose="benchmark",
+        system="be brief",
+        user=f"What is it? #{i}",
+        images=[images[i % len(images)]],
+        fields=tiny.field_types,
+        settings={"temperature": 0.0, "max_tokens": 64},
+    )
+
+
+def _count(store: Store) -> int:
+    with store.begin() as conn:
+        return conn.execute(select(func.count()).select_from(tables.responses)).scalar_one()
+
+
+def _disk_full(self, group):  # the writer's transaction, failing as a full disk does
+    raise StoreError("the store at db.sqlite: database or disk is full")
+
+
+def test_a_failing_store_write_loses_no_paid_answer(
+    stub, tiny, images, store, tmp_path, monkeypatch
+):
+    stub.answer = lambda body: GOOD
+    stub.latency_s = 0.2  # all six in flight at once: every one is paid before a write fails
+    spec = f"openai:m@{stub.url};timeout=2"
+    reqs = [_req(tiny, images, i) for i in range(6)]
+    folder = tmp_path / "journal"  # the default: beside the SQLite store file
+    monkeypatch.setattr(ResponseWriter, "_write", _disk_full)
+    with pytest.raises(StoreError, match="disk is full"):
+        run_requests(store, spec, reqs, concurrency=6, progress=False, policy=FAST)
+    paid = len(stub.log)
+    assert paid == 6 and _count(store) == 0, "every answer was paid for, none stored"
+    files = list(folder.glob("*.journal"))
+    assert len(files) == 1, "the answers wait in the journal"
+    assert stat.S_IMODE(files[0].stat().st_mode) == 0o600
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    with store.begin() as conn:  # the unstored answers keep their claims (until the lease ends)
+        assert len(conn.execute(select(tables.request_claims)).all()) == 6
+
+    monkeypatch.undo()
+    res = run_requests(store, spec, reqs, concurrency=3, progress=False, policy=FAST)
+    assert len(stub.log) == paid, "the rerun asks nothing again"
+    assert [r.status for r in res] == [PARSED] * 6 and all(r.cached for r in res)
+    assert _count(store) == 6 and not list(folder.glob("*.journal"))
+    assert {r.values["label"] for r in res} == {"dog"}
+    with store.begin() as conn:
+        assert conn.execute(select(tables.request_claims)).all() == []
+
+
+def test_a_run_whose_answers_are_stored_leaves_no_journal(stub, tiny, images, store, tmp_path):
+    stub.answer = lambda body: GOOD
+    folder = tmp_path / "j"
+    run_requests(
+        store,
+        f"openai:m@{stub.url}",
+        [_req(tiny, images, i) for i in range(3)],
+        progress=False,
+        journal_dir=folder,
+    )
+    assert _count(store) == 3 and folder.is_dir() and not list(folder.iterdir())
+
+
+def _row(key: str) -> dict:
+    ts = now()
+    return dict(
+        cache_key=key,
+        created_at=ts,
+        project="tiny",
+        item_id=None,
+        purpose="benchmark",
+        model_spec="openai:m",
+        model_alias="m",
+        simulated=False,
+        status="parsed",
+        reason=None,
+        raw_response=GOOD,
+        parsed={"label": "dog", "count": 3},
+        field_errors={},
+        tokens_in=10,
+        tokens_out=5,
+        tokens_thinking=0,
+        cost_usd=0.001,
+        latency_s=0.1,
+        attempts=1,
+        settings={},
+        prompt_hash="p",
+        image_hashes=[],
+        prompt={"system": None, "user": "u"},
+        updated_at=ts,
+    )
+
+
+def test_replay_skips_live_runs_other_stores_and_a_torn_tail(store, tmp_path):
+    folder = tmp_path / "j"
+    live = Journal(folder, store)
+    live.append(_row("live"), None)
+    other = Store(f"sqlite:///{tmp_path / 'other.db'}")
+    try:
+        foreign = Journal(folder, other)
+        foreign.append(_row("foreign"), None)
+        foreign.close()
+    finally:
+        other.close()
+    ended = Journal(folder, store)
+    ended.append(_row("a"), None)
+    ended.append(_row("b"), None)
+    ended.close()
+    with ended.path.open("ab") as f:  # a record cut off by a crash mid-write
+        f.write(json.dumps({"row": _row("torn")}, default=str).encode()[:40])
+    assert replay(store, folder) == 2
+    with store.begin() as conn:
+        keys = sorted(r[0] for r in conn.execute(select(tables.responses.c.cache_key)))
+    assert keys == ["a", "b"], "not the live run's, not another store's, not the torn one"
+    assert not ended.path.exists() and live.path.exists() and foreign.path.exists()
+    with pytest.raises(BlockingIOError):  # the live run still holds its lock
+        fd = os.open(live.path, os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(fd)
+    live.done()
+    assert not live.path.exists()
+
+
+def test_reserved_space_takes_answers_in_flight_and_a_full_disk_stops_sending(
+    stub, tiny, images, store, tmp_path, monkeypatch
+):
+    """The journal reserves its space ahead; when no more can be reserved the run stops
+    sending, stores what arrived and says why in one line."""
+    stub.answer = lambda body: GOOD
+    stub.latency_s = 0.05
+    calls = {"n": 0}
+    real = os.posix_fallocate
+
+    def fallocate(fd, offset, length):
+        calls["n"] += 1
+        if calls["n"] > 1:  # the first reservation succeeds, the disk is full after it
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(fd, offset, length)
+
+    monkeypatch.setattr(journal_mod, "_RESERVE", 4096)
+    monkeypatch.setattr(journal_mod, "_HEADROOM", 2048)
+    monkeypatch.setattr(os, "posix_fallocate", fallocate)
+    reqs = [_req(tiny, images, i) for i in range(40)]
+    with pytest.raises(TruthlineError, match="journal") as exc:
+        run_requests(
+            store,
+            f"openai:m@{stub.url}",
+            reqs,
+            concurrency=2,
+            progress=False,
+            journal_dir=tmp_path / "j",
+        )
+    assert "\n" not in str(exc.value) and "free space" in str(exc.value)
+    assert len(stub.log) < 40, "it stopped sending"
+    assert _count(store) == len(stub.log), "every answer that arrived is stored"
