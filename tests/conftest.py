@@ -36,7 +36,14 @@ def offline_models(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Tem
         "TRANSFORMERS_OFFLINE": "1",
     }.items():
         monkeypatch.setenv(k, v)
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    for k in (
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "OPENAI_ORG_ID",
+        "OPENAI_PROJECT_ID",
+        "OPENAI_CUSTOM_HEADERS",
+    ):
+        monkeypatch.delenv(k, raising=False)
 
 
 @pytest.fixture(scope="session")

@@ -133,7 +133,7 @@ def test_template_end_to_end(template, tmp_path, monkeypatch):
     def ok(*args: str) -> str:
         res = r.invoke(app, list(args))
         assert res.exit_code == 0, f"{args}: {res.output}"
-        return res.output
+        return res.stdout
 
     ok("init", template)
     project = load_project(PROJECTS / template / "project.toml")

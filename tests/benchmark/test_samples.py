@@ -40,7 +40,7 @@ def make_stub_run(root):
 
     ws, project, items, _snap = make_bench_ws(root)
     ok = StubServer(answer=_answer).start()
-    down = StubServer(cases={"": ["401"]}).start()
+    down = StubServer(cases={"": ["404"]}).start()
     try:
         cfg = RunConfig(
             models=[f"openai:vlm@{ok.url};alias=stub-vlm", f"openai:vlm@{down.url};alias=down"],
@@ -112,7 +112,7 @@ def test_every_answer_is_one_record_with_the_prompt_as_sent(stub_run):
         assert r["strata"] == {} or set(r["strata"]) == set(project.benchmark.strata)
     # an endpoint refusing the key: infra_missing, no decisions, the reason kept
     down = [r for r in recs if r["model"] == "down"]
-    assert {(r["outcome"], r["reason"]) for r in down} == {("infra_missing", "http_401")}
+    assert {(r["outcome"], r["reason"]) for r in down} == {("infra_missing", "http_404")}
     assert all(r["n_decisions"] == 0 and r["raw_output"] for r in down)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -92,7 +93,7 @@ def _sessions_kill(sids: set[int]) -> None:
 
 
 @pytest.fixture
-def ray_cluster(scenes_env: None) -> Iterator[tuple[str, set[str]]]:
+def ray_cluster(scenes_env: None) -> Iterator[tuple[str, set[str], dict[str, str]]]:
     """A head and a second node, one CPU each, on 127.0.0.1; yields (address, node ids).
 
     Each node is a ``ray start --block`` in its own session, so teardown stops exactly these
@@ -102,7 +103,10 @@ def ray_cluster(scenes_env: None) -> Iterator[tuple[str, set[str]]]:
     port = _free_port()
     addr = f"127.0.0.1:{port}"
     tmp = Path(tempfile.mkdtemp(prefix="tlray-", dir="/tmp"))  # short: Ray's socket paths
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    # one token for every process of this cluster: Ray 2.5x+ writes ~/.ray/auth_token when a
+    # local Ray starts, and a head that finds it refuses drivers that do not send it
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token",
+           "RAY_AUTH_TOKEN": secrets.token_hex(32)}  # fmt: skip
     common = ["--num-cpus", "1", "--node-ip-address", "127.0.0.1", "--block",
               "--object-store-memory", str(80 * 1024 * 1024), "--disable-usage-stats"]  # fmt: skip
     procs: list[subprocess.Popen[bytes]] = []
@@ -142,7 +146,7 @@ def ray_cluster(scenes_env: None) -> Iterator[tuple[str, set[str]]]:
         if len(nodes) != 2:
             logs = "".join((tmp / n).read_text()[-1500:] for n in ("head.log", "node.log"))
             pytest.fail(f"the two-node cluster did not come up: {out.stderr[-1500:]}\n{logs}")
-        yield addr, nodes
+        yield addr, nodes, env
     finally:
         # SIGTERM to each `ray start` (not its group: it drains its node through the GCS
         # first, ~10 s), then whatever is left of these two sessions is killed
@@ -176,14 +180,14 @@ main()
 
 
 def test_scenes_render_splits_frames_over_two_ray_nodes_and_only_the_host_writes(
-    ray_cluster: tuple[str, set[str]], tmp_path: Path
+    ray_cluster: tuple[str, set[str], dict[str, str]], tmp_path: Path
 ) -> None:
-    addr, nodes = ray_cluster
+    addr, nodes, env = ray_cluster
     store, log = tmp_path / "store", tmp_path / "writes.log"
     args = ["scenes", "render", "dori", "--ray", addr, "--engine", "workbench",
             "--res", "64x36", "--limit", "4", "--out", str(store), "--json"]  # fmt: skip
     t0 = time.perf_counter()
-    cli = subprocess.Popen([sys.executable, "-c", WRAPPER, str(log), *args],
+    cli = subprocess.Popen([sys.executable, "-c", WRAPPER, str(log), *args], env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     out, err = cli.communicate(timeout=240)
     assert cli.returncode == 0, f"{out[-2000:]}\n{err[-3000:]}"
@@ -201,7 +205,7 @@ def test_scenes_render_splits_frames_over_two_ray_nodes_and_only_the_host_writes
     on_disk = {p for p in store.rglob("*") if p.is_file()}
     assert on_disk == written  # every file in the store came from the host process
     again = subprocess.run([sys.executable, "-m", "truthline", *args], capture_output=True,
-                           text=True, timeout=240)  # fmt: skip
+                           text=True, timeout=240, env=env)  # fmt: skip
     assert again.returncode == 0, again.stderr[-2000:]
     assert json.loads(again.stdout[again.stdout.index("{") :])["skipped"] == 4
     print(f"two-node render of 4 frames: {time.perf_counter() - t0:.1f} s")
