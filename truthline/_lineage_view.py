@@ -29,7 +29,9 @@ def _table(console: Console, title: str, columns: list[str], rows: list[list[str
     if not rows:
         console.print(f"[dim]{title}: none[/]")
         return
-    table = Table(*columns, title=title, title_justify="left")
+    table = Table(title=title, title_justify="left")
+    for c in columns:  # fold, never cut: a lineage is read to the last character
+        table.add_column(c, overflow="fold")
     for r in rows:
         table.add_row(*r)
     console.print(table)

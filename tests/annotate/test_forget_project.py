@@ -27,7 +27,7 @@ from .test_annotate_ls import _push, _rows
 from .test_bad_input import _snapshot
 
 pytestmark = pytest.mark.labelstudio
-PEOPLE = ["fay@example.com", "gus@example.com"]
+PEOPLE = ["fay-forget@example.com", "gus-forget@example.com"]  # new on the shared server
 VALS = {"scene_type": "yard", "worker_count": 1}
 
 

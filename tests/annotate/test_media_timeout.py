@@ -82,8 +82,10 @@ def test_idle_connections_give_their_threads_back(srv):
     base = handler_threads()
     socks = [socket.create_connection(srv.server_address) for _ in range(8)]
     try:
-        held = handler_threads()
-        assert held > base  # each open connection holds a thread ...
+        t0 = time.monotonic()  # the accept loop starts a thread per connection, soon after
+        while handler_threads() <= base and time.monotonic() - t0 < 5:
+            time.sleep(0.05)
+        assert handler_threads() > base  # each open connection holds a thread ...
         for s in socks:
             closed_after(s)
         t0 = time.monotonic()

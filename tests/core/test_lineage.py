@@ -233,9 +233,11 @@ def test_items_show_cli(planted, monkeypatch):
     data = json.loads(res.output)
     want = lineage(ws.store, ws.project().name, f["key"], "worker_count").as_dict()
     assert data == json.loads(json.dumps(want))
-    res = runner.invoke(
-        app, ["items", "show", f["key"], "--field", "worker_count"], env={"COLUMNS": "250"}
-    )
+    from truthline._cli_common import console
+
+    # the CLI's console reads COLUMNS once, at import: set its width, not the environment
+    monkeypatch.setattr(console, "width", 250)
+    res = runner.invoke(app, ["items", "show", f["key"], "--field", "worker_count"])
     assert res.exit_code == 0, res.output
     for text in ("Prefill predictions", "Exposure", "earlier", "deleted", "old-expert"):
         assert text in res.output

@@ -27,7 +27,7 @@ from truthline.annotate._server import (
 from truthline.errors import TruthlineError
 
 # bumped when the media server's behaviour changes: `serve` replaces an older running one
-MEDIA_SERVER_VERSION = 2
+MEDIA_SERVER_VERSION = 3
 
 
 @dataclass

@@ -725,7 +725,8 @@ def _require_alive(client: Any, row: Any, remains: str) -> None:
         if exc.status == 404:
             raise TruthlineError(
                 f"Label Studio project {row.ls_project_id} ({row.title}) was deleted on "
-                f"{client.url}; {remains}. Remove them or push to another server"
+                f"{client.url}; {remains}. Remove its records with `truthline annotate "
+                f"forget-project {row.ls_project_id}` or push to another server"
             ) from None
         raise
 

@@ -329,6 +329,19 @@ def _safety(r: dict[str, Any]) -> Section:
 
 def _residual(rr: dict[str, Any]) -> Section:
     ub = rr.get("upper_bound_items")
+    exp = rr.get("expected_items")
+    if exp is None or rr.get("reviewed_items") in (None, 0):
+        return Section(
+            "Residual risk",
+            [
+                Paragraph(
+                    f"{rr.get('items_without_review', 0)} anchored items were finalized "
+                    "without expert review, and no expert-reviewed anchored item exists to "
+                    "estimate how many of them carry an uncorrected harmful anchor: push a "
+                    "review arm (`truthline annotate push --arm review`) to bound it."
+                )
+            ],
+        )
     return Section(
         "Residual risk",
         [

@@ -75,6 +75,7 @@ from truthline.benchmark._release import (
     media_column,
     pseudonymizer,
     read_images,
+    verify_files,
 )
 from truthline.benchmark._runner import _public_item, targets_of
 from truthline.errors import TruthlineError
@@ -425,18 +426,10 @@ def _write_sums(root: Path, where: Path) -> None:
 
 
 def verify_release(path: Path) -> list[str]:
-    """Files whose checksum does not match SHA256SUMS (empty list: the release is intact)."""
-    path = Path(path)
-    sums = path / "SHA256SUMS"
-    if not sums.is_file():
-        raise TruthlineError(f"{path} has no SHA256SUMS; is it a truthline release?")
-    bad = []
-    for line in sums.read_text(encoding="utf-8").splitlines():
-        h, _, rel = line.partition("  ")
-        f = path / rel
-        if not f.is_file() or _sha256(f) != h:
-            bad.append(rel)
-    return bad
+    """Every failing path of a release against its SHA256SUMS (mismatched, missing or not
+    listed; empty list: the release is intact). One check, ``verify_files``, backs this and
+    ``benchmark verify``."""
+    return verify_files(Path(path)).failures
 
 
 def datasheet(store: Store, project: Project, scan: GoldScan, targets: list[str]) -> dict[str, Any]:
