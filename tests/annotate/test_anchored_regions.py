@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from sqlalchemy import select
 
+from tests.annotate.test_annotate_cli import CHROMIUM
 from truthline.annotate import (
     FIELD_SCHEMA,
     USERS_FILE,
@@ -41,7 +42,6 @@ from truthline.store import tables
 
 from .conftest import LS
 
-CHROMIUM = "/usr/bin/chromium"
 DET = [  # the detector's person boxes on the key frame (percent)
     {"x": 60.0, "y": 20.0, "width": 10.0, "height": 30.0, "confidence": 0.9},
     {"x": 11.0, "y": 31.0, "width": 8.0, "height": 20.0, "confidence": 0.8},
