@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy import select
 
 from truthline.annotate._client import LSClient
-from truthline.annotate._local import Target
+from truthline.annotate._local import Target, read_state_file
 from truthline.annotate._server import Credentials, LocalServer
 from truthline.errors import TruthlineError
 from truthline.store import tables
@@ -48,20 +48,13 @@ def _state_path(ws: Any) -> Path:
 
 def blind_state(ws: Any) -> dict[str, Any]:
     """``{"url", "port"}`` of the blind instance once served, else empty."""
-    p = _state_path(ws)
-    if not p.is_file():
-        return {}
-    try:
-        state = json.loads(p.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError):
-        state = None
-    if not isinstance(state, dict) or "url" not in state or "port" not in state:
-        raise TruthlineError(
-            f"{p} is not the blind instance's state truthline writes; stop any Label Studio "
-            f"started from {blind_data_dir(ws)} by its pid (server.pid), delete {p.name} and "
-            "run `truthline annotate serve --blind-instance` again"
-        )
-    return state
+    return read_state_file(
+        _state_path(ws),
+        "the blind instance's state",
+        blind_data_dir(ws),
+        "truthline annotate serve --blind-instance",
+        keys=("url", "port"),
+    )
 
 
 def has_blind_instance(ws: Any) -> bool:

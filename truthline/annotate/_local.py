@@ -51,21 +51,29 @@ def _state_path(ws: Any) -> Path:
     return data_dir(ws) / "truthline.json"
 
 
-def read_state(ws: Any) -> dict[str, Any]:
-    p = _state_path(ws)
+def read_state_file(
+    p: Path, what: str, folder: Path, serve: str, keys: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """A server state file truthline wrote (empty when absent); a damaged one, or one
+    lacking ``keys``, is refused with how to recover (``serve``: the command to rerun)."""
     if not p.is_file():
         return {}
     try:
         state = json.loads(p.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError):
         state = None
-    if not isinstance(state, dict):
+    if not isinstance(state, dict) or any(k not in state for k in keys):
         raise TruthlineError(
-            f"{p} is not the server state truthline writes; stop any Label Studio started from "
-            f"{data_dir(ws)} by its pid (server.pid), delete {p.name}, and run "
-            "`truthline annotate serve` again"
+            f"{p} is not {what} truthline writes; stop any Label Studio started from "
+            f"{folder} by its pid (server.pid), delete {p.name}, and run `{serve}` again"
         )
     return state
+
+
+def read_state(ws: Any) -> dict[str, Any]:
+    return read_state_file(
+        _state_path(ws), "the server state", data_dir(ws), "truthline annotate serve"
+    )
 
 
 def default_media_root(ws: Any, project: str | None = None) -> Path:
