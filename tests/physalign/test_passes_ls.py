@@ -8,8 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
 
-from truthline.store import Store, tables
+from truthline.store import Store, simulated_annotators, tables
 from truthline.systems.physalign import compile_release, read_jsonl
 from truthline.systems.physalign._ls import label_config, passes_scope, pushed_tasks
 from truthline.systems.physalign._passes import (
@@ -100,6 +101,13 @@ def test_passes_through_label_studio_compile_to_the_truth(
     pulled = read_jsonl(gen_copy / PULLED)
     o = pulled[0]["pass4"]["observations"][0]
     assert o["review"] == {"status": "verified", "reviewers": [SIM_ANNOTATOR, SIM_REVIEWER]}
+    # the simulate commands declared their users SIMULATED: every pulled row is marked
+    scope = passes_scope(gen_copy).name
+    assert simulated_annotators(store, scope) == sorted([SIM_ANNOTATOR, SIM_REVIEWER])
+    a = tables.annotations
+    with store.begin() as conn:
+        marks = conn.execute(select(a.c.simulated).where(a.c.project == scope)).scalars().all()
+    assert marks and all(marks)
 
     # what went through Label Studio compiles to exactly the probes the truth compiles to
     compile_release(gen_copy / "annotations.jsonl", tmp_path / "truth", seed=3)

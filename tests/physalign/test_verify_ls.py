@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import select
 
 from truthline.errors import TruthlineError
-from truthline.store import Store, tables
+from truthline.store import Store, simulated_annotators, tables
 from truthline.systems.physalign import compile_release, read_jsonl
 from truthline.systems.physalign._ls import pushed_tasks, release_scope
 from truthline.systems.physalign._verify import (
@@ -191,6 +191,10 @@ def test_blind_verification_and_adjudication(ls, release: Path, users_file: Path
     assert pull_verify(store, admin, release)["by_status"] == final["by_status"]
     st = status(release)
     assert st["decided_by"][ADJUDICATOR] == expect_adj
+    # the simulate commands declared reviewers and adjudicator SIMULATED in the store
+    assert simulated_annotators(store, release_scope(release).name) == sorted(
+        [*REVIEWERS, ADJUDICATOR]
+    )
 
     # the adjudicator corrects one target: the latest adjudication decides, the corrected
     # alias is mapped back to its entity, and the export carries the corrected value
@@ -286,8 +290,15 @@ def test_simulated_account_without_password_is_refused_by_name(
     error naming it (it used to fail later, on the first post, with a generic message)."""
     from truthline.systems.physalign._ls import simulated_users
 
-    simulated_users(ls.admin(), ["sim-existing@physalign.local"], users_file)
+    store = Store(f"sqlite:///{tmp_path / 'sim.db'}")
+    scope = release_scope(tmp_path / "release")
+    email = "sim-existing@physalign.local"
+    simulated_users(ls.admin(), [email], users_file, store=store, scope=scope)
+    with store.begin() as conn:  # declared SIMULATED before it annotates anything
+        s = tables.simulated_accounts
+        got = conn.execute(select(s.c.annotator).where(s.c.project == scope.name)).scalars()
+        assert list(got) == [email]
     with pytest.raises(
         TruthlineError, match=r"sim-existing@physalign\.local already has an account"
     ):
-        simulated_users(ls.admin(), ["sim-existing@physalign.local"], tmp_path / "other.json")
+        simulated_users(ls.admin(), [email], tmp_path / "other.json", store=store, scope=scope)

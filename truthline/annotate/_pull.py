@@ -49,7 +49,7 @@ from truthline.annotate._violations import (
 )
 from truthline.errors import TruthlineError
 from truthline.project import ItemLayer, item_layer, layer_check
-from truthline.store import Store, now, tables
+from truthline.store import Store, mark_registered, now, tables
 
 
 @dataclass
@@ -244,6 +244,8 @@ class _ProjectPull:
         for task in tasks:
             self._task(task)
         self._write()
+        if self.stats["new"] or self.stats["restored"]:  # accounts declared SIMULATED
+            mark_registered(self.store, self.scope)
         rep, stats = self.rep, self.stats
         rep.annotations += stats["annotations"]
         rep.new += stats["new"]

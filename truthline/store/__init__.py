@@ -4,13 +4,20 @@ Public API: ``Store`` (open + migrate), ``StoreError``, ``explain`` (one line fo
 database error), ``tables`` (the table objects), ``now``, ``json_hash``, ``redact_url``;
 ``lineage`` (one item field's whole history, a ``Lineage``), ``last_pull``,
 ``item_task_urls`` and ``task_url`` (Label Studio task links); ``mark_simulated``,
-``simulated_annotators`` and ``shown_name`` (SIMULATED annotators, marked in the store).
+``register_simulated``, ``mark_registered``, ``simulated_annotators`` and ``shown_name``
+(SIMULATED annotators, marked in the store).
 """
 
 from truthline.store import _tables as tables
 from truthline.store._lineage import Lineage, item_task_urls, last_pull, lineage, task_url
 from truthline.store._migrations import LATEST as SCHEMA_VERSION
-from truthline.store._simulated import mark_simulated, shown_name, simulated_annotators
+from truthline.store._simulated import (
+    mark_registered,
+    mark_simulated,
+    register_simulated,
+    shown_name,
+    simulated_annotators,
+)
 from truthline.store._snapshots import resolve_snapshot
 from truthline.store._status import AnnotationCounts, GoldCounts, PredictionCounts, StageCounts
 from truthline.store._store import Store, StoreError, explain, json_hash, now, redact_url
@@ -29,9 +36,11 @@ __all__ = [
     "json_hash",
     "last_pull",
     "lineage",
+    "mark_registered",
     "mark_simulated",
     "now",
     "redact_url",
+    "register_simulated",
     "resolve_snapshot",
     "shown_name",
     "simulated_annotators",

@@ -91,6 +91,18 @@ def _v8(conn: Connection) -> None:
     t.request_claims.create(conn, checkfirst=True)
 
 
+def _v9(conn: Connection) -> None:
+    """fresh_runs: the start of each unfinished ``prefill run --fresh``, so its rerun asks
+    nothing twice (issue 28)."""
+    t.fresh_runs.create(conn, checkfirst=True)
+
+
+def _v10(conn: Connection) -> None:
+    """simulated_accounts: SIMULATED annotators named before their annotations exist, so
+    every pull marks them (PhysAlign's simulate commands; issue 26's last gap)."""
+    t.simulated_accounts.create(conn, checkfirst=True)
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "initial schema: projects, items, responses, predictions, annotations, gold, runs", _v1),
     (2, "annotations.deleted_at: deletions in Label Studio kept as history", _v2),
@@ -100,9 +112,11 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (6, "annotations.simulated: SIMULATED annotators marked in the store", _v6),
     (7, "exposure violations, review pseudonyms, gold-standard items (blind stays blind)", _v7),
     (8, "request_claims: a lease per request key (no paid call twice)", _v8),
+    (9, "fresh_runs: the start of an unfinished --fresh prefill (its rerun resumes it)", _v9),
+    (10, "simulated_accounts: SIMULATED annotators marked as each pull stores them", _v10),
 ]
 
-LATEST = MIGRATIONS[-1][0]
+LATEST = max(v for v, _, _ in MIGRATIONS)
 
 
 def current_version(conn: Connection) -> int:

@@ -419,3 +419,27 @@ request_claims = Table(
     _ts("expires_at", nullable=False),
     Index("ix_request_claims_run", "run_id"),
 )
+
+
+# SIMULATED accounts declared before their annotations exist (migration 10): whoever plants
+# simulated annotators in Label Studio (PhysAlign's simulate commands) names them here, and
+# every pull marks their annotations as it stores them (``annotations.simulated``).
+simulated_accounts = Table(
+    "simulated_accounts",
+    metadata,
+    Column("project", String(100), primary_key=True),
+    Column("annotator", String(300), primary_key=True),
+    _ts("created_at", nullable=False),
+)
+
+# migration 9: the start of each unfinished ``--fresh`` prefill (issue 28), so a rerun of the
+# same fresh run after a crash or a stop resumes it (answers stored since are its own, not
+# asked twice) instead of starting over; ``finished_at`` is set when it answered everything.
+fresh_runs = Table(
+    "fresh_runs",
+    metadata,
+    Column("scope", String(64), primary_key=True),
+    Column("label", String(300), nullable=False, default=""),
+    _ts("started_at", nullable=False),
+    _ts("finished_at"),
+)

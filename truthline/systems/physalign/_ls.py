@@ -172,10 +172,14 @@ def submitted(task: dict[str, Any]) -> list[dict[str, Any]]:
     return sorted(anns, key=lambda a: (str(a.get("created_at")), int(a.get("id") or 0)))
 
 
-def simulated_users(admin: LSClient, emails: list[str], secrets_file: Path) -> None:
-    """Accounts for SIMULATED annotators; an existing account whose password this workspace
+def simulated_users(
+    admin: LSClient, emails: list[str], secrets_file: Path, *, store: Store, scope: Scope
+) -> None:
+    """Accounts for SIMULATED annotators, declared SIMULATED in the store for ``scope`` so
+    every pull marks what they submit; an existing account whose password this workspace
     does not hold cannot be acted as, so it is refused up front, by name."""
     from truthline.annotate import add_users
+    from truthline.store import register_simulated
 
     for row in add_users(admin, emails, secrets_file):
         if "password not in" in str(row["status"]):
@@ -183,3 +187,4 @@ def simulated_users(admin: LSClient, emails: list[str], secrets_file: Path) -> N
                 f"{row['email']} already has an account on {admin.url} whose password is not in "
                 f"{secrets_file}; give the simulated annotator another email"
             )
+    register_simulated(store, scope.name, emails)

@@ -714,7 +714,7 @@ def simulate_passes(
             f"nothing pushed for stage {stage!r} to {admin.url}; run `physalign passes push --stage {stage}`"
         )
     ls_pid, tasks = pushed
-    simulated_users(admin, emails, secrets_file)
+    simulated_users(admin, emails, secrets_file, store=store, scope=passes_scope(work))
     truth = {r["parent_id"]: r for r in read_records(work / INPUT)}
     drafts = {r["parent_id"]: r for r in read_jsonl(work / DRAFT)} if stage == "review" else {}
     done = {

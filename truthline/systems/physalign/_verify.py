@@ -698,7 +698,7 @@ def simulate_verify(
     release = Path(release)
     _migrate(store, release)
     _, private, _ = _load(release)
-    simulated_users(admin, reviewers, secrets_file)
+    simulated_users(admin, reviewers, secrets_file, store=store, scope=release_scope(release))
     posted = 0
     for r_idx, who in enumerate(reviewers):
         pushed = pushed_tasks(store, admin, release_scope(release), "verify", who)
@@ -774,7 +774,7 @@ def simulate_adjudicate(
             f"no adjudication project on {admin.url}; run `physalign adjudicate push`"
         )
     ls_pid, tasks = pushed
-    simulated_users(admin, [adjudicator], secrets_file)
+    simulated_users(admin, [adjudicator], secrets_file, store=store, scope=release_scope(release))
     done = {tid for tid, t in export_tasks(admin, ls_pid).items() if submitted(t)}
     client = user_client(admin.url, adjudicator, secrets_file)
     posted = 0
