@@ -52,6 +52,9 @@ def bounded_resamples(value: int | None) -> int | None:
     return value
 
 
+RESAMPLES_HELP = "Bootstrap resamples (at most 100000, raised by TRUTHLINE_MAX_RESAMPLES)."
+
+
 def resamples_option(default: str) -> Any:
     """The ``--resamples`` option (0 to TRUTHLINE_MAX_RESAMPLES) whose default is ``default``,
     e.g. a project setting: use as ``Annotated[int | None, resamples_option("[audit] resamples")]``."""

@@ -14,7 +14,14 @@ from typing import Annotated, Any
 
 import typer
 
-from truthline._cli_common import JsonOpt, console, emit, workspace
+from truthline._cli_common import (
+    RESAMPLES_HELP,
+    JsonOpt,
+    bounded_resamples,
+    console,
+    emit,
+    workspace,
+)
 from truthline.systems.realitybench._cli_photos import app as photos_app
 from truthline.systems.realitybench._cli_tables import app as tables_app
 
@@ -251,7 +258,9 @@ def validate_cmd(
         float, typer.Option("--tune-frac", min=0.0, max=0.95, help="Declared tuning share.")
     ] = 0.6,
     seed: Annotated[int, typer.Option("--seed")] = 0,
-    resamples: Annotated[int, typer.Option("--resamples", min=0)] = 2000,
+    resamples: Annotated[
+        int, typer.Option("--resamples", min=0, callback=bounded_resamples, help=RESAMPLES_HELP)
+    ] = 2000,
     as_json: JsonOpt = False,
 ) -> None:
     """Tune the scorer's thresholds per environment on the declared split against the rater

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from truthline._cli_common import JsonOpt, console, emit, workspace
+from truthline._cli_common import JsonOpt, bounded_resamples, console, emit, workspace
 
 app = typer.Typer(
     help="Real photos for the matched questions (tape_reading, visible_face, damage_severity): "
@@ -72,7 +72,13 @@ def transfer_cmd(
     ] = None,
     resamples: Annotated[
         int | None,
-        typer.Option("--resamples", min=0, help="Bootstrap resamples (default: the project's)."),
+        typer.Option(
+            "--resamples",
+            min=0,
+            callback=bounded_resamples,
+            help="Bootstrap resamples (default: the project's; at most 100000, raised by "
+            "TRUTHLINE_MAX_RESAMPLES).",
+        ),
     ] = None,
     project: ProjectName = None,
     as_json: JsonOpt = False,

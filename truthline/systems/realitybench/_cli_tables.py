@@ -19,7 +19,14 @@ from typing import Annotated, Any
 
 import typer
 
-from truthline._cli_common import JsonOpt, console, emit, workspace
+from truthline._cli_common import (
+    RESAMPLES_HELP,
+    JsonOpt,
+    bounded_resamples,
+    console,
+    emit,
+    workspace,
+)
 
 app = typer.Typer(
     help="RealityBench's evaluation tables (App. D, E) from stored proof-of-work runs.",
@@ -32,7 +39,14 @@ RunOpt = Annotated[
 ]
 ProjectOpt = Annotated[str, typer.Option("--project", help="The benchmark project.")]
 ResamplesOpt = Annotated[
-    int | None, typer.Option("--resamples", min=0, help="Bootstrap resamples (default: project).")
+    int | None,
+    typer.Option(
+        "--resamples",
+        min=0,
+        callback=bounded_resamples,
+        help="Bootstrap resamples (default: project; at most 100000, raised by "
+        "TRUTHLINE_MAX_RESAMPLES).",
+    ),
 ]
 
 
@@ -295,7 +309,9 @@ def humans_cmd(
         float, typer.Option("--tune-frac", min=0.0, max=0.95, help="Declared tuning share.")
     ] = 0.6,
     seed: Annotated[int, typer.Option("--seed")] = 0,
-    resamples: Annotated[int, typer.Option("--resamples", min=0)] = 2000,
+    resamples: Annotated[
+        int, typer.Option("--resamples", min=0, callback=bounded_resamples, help=RESAMPLES_HELP)
+    ] = 2000,
     as_json: JsonOpt = False,
 ) -> None:
     """Table 13: per environment, raters, frames, raw pairwise agreement, Krippendorff's

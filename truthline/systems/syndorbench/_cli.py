@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from truthline._cli_common import JsonOpt, console, emit, workspace
+from truthline._cli_common import JsonOpt, bounded_resamples, console, emit, workspace
 
 app = typer.Typer(
     help="SynDORBench on rendered DORI frames: night-vision variants, discernibility labels "
@@ -162,7 +162,14 @@ def tables_cmd(
         typer.Option("--human", help="The non-expert's filled human_sample.csv (Table 6 row)."),
     ] = None,
     resamples: Annotated[
-        int, typer.Option("--resamples", min=0, help="Resamples of the paired intervals.")
+        int,
+        typer.Option(
+            "--resamples",
+            min=0,
+            callback=bounded_resamples,
+            help="Resamples of the paired intervals (at most 100000, raised by "
+            "TRUTHLINE_MAX_RESAMPLES).",
+        ),
     ] = 1000,
     as_json: JsonOpt = False,
 ) -> None:
