@@ -1,28 +1,41 @@
 """Runner overhead: the real commands' code paths vs a bare AsyncOpenAI + semaphore loop.
 
-    .venv/bin/python bench/runner_overhead.py [--n 1000] [--concurrency 64] [--repeat 3]
+    .venv/bin/python bench/runner_overhead.py [--sizes 1000,3000,10000] [--repeat 3]
 
-Measured, against the same local stub server (a separate process, so the CPU time here
-is the client's), with the same AsyncOpenAI client, the same HTTP call and the same image
-encoding and answer parser:
+Measured against the same local stub server (a separate process, so the CPU time here is
+the client's), with the same AsyncOpenAI client and HTTP call (``AsyncOpenAI.post`` on
+``/chat/completions``, what the ``openai:`` backend calls):
 
-* ``bare``: a semaphore loop over pre-built requests: encode images, POST, parse. It
-  calls exactly what the ``openai:`` backend calls (``AsyncOpenAI.post`` on
-  ``/chat/completions``); ``bare create()`` (the SDK's ``chat.completions.create``, which
-  adds a per-call TypedDict transform) is printed for reference.
+* ``bare``: what a minimal client does: a semaphore loop over prompts built beforehand,
+  each image file's raw bytes base64'd into the data URL (no PIL, no re-encode), POST,
+  parse the answer. ``--reference`` adds the old baseline (truthline's JPEG re-encode
+  per request) and ``bare create()`` (the SDK's ``chat.completions.create``).
 * ``prefill()``: what ``truthline prefill run`` runs: prompts rendered, cache keys
-  (image hashes), a durable ``responses`` row and a ``predictions`` row per item.
+  (image hashes), claims, the journal, a durable ``responses`` row and a ``predictions``
+  row per item.
 * ``run_benchmark()``: what ``truthline benchmark run`` runs: requests from gold, answers
   stored, every answer scored into ``run_results``.
 
-Each path runs ``--repeat`` times on a fresh store, interleaved; the median is reported.
-Goal (issue 13): <= 1.05x bare CPU per sample and >= 0.95x bare throughput.
+Each real path runs in image-cache scenarios (``--scenarios``), on a fresh store each
+time (so every request is sent):
+
+* ``cold``: nothing encoded yet (a first run: the process's encoded images and file
+  hashes and the workspace's ``image-cache/`` emptied): every image hashed and encoded.
+* ``disk``: a rerun in a new process: the workspace holds the encoded images, the
+  process has none in memory (file hashes forgotten too).
+* ``memory``: the images already encoded in this process (another model or variant).
+
+CPU is ``process_time`` (all threads: the writer's too), the median over ``--repeat``
+interleaved rounds. Goal (issue 28): <= 1.05x bare CPU per sample. Rows go to the
+"runner" section of bench/SCALE.md with the cost exponent k (CPU ∝ n^k) over the sizes.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
+import shutil
 import statistics
 import subprocess
 import sys
@@ -35,6 +48,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).parent))
+from _scale import fit_exponent, record, row  # noqa: E402  (bench/_scale.py, beside this)
 
 SERVER = """
 import sys, time
@@ -137,11 +152,35 @@ def timed(fn: Callable[[], object]) -> tuple[float, float]:
     return time.perf_counter() - t0, time.process_time() - c0
 
 
-def bare(url: str, reqs, concurrency: int, create: bool) -> None:
+_MIME = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg"}
+
+
+def raw_data_url(path: Path) -> str:
+    """What a minimal client sends: the file's own bytes, base64'd (no decode, no resize)."""
+    mime = _MIME.get(path.suffix.lower(), "application/octet-stream")
+    return f"data:{mime};base64," + base64.b64encode(path.read_bytes()).decode()
+
+
+def bare(url: str, reqs, concurrency: int, mode: str = "raw") -> None:
+    """``mode``: ``raw`` (the baseline), ``reencode`` (truthline's JPEG per request, the
+    old baseline) or ``create`` (the SDK's ``chat.completions.create``, re-encoding)."""
     import openai
 
     from truthline.fields import parse_fields, parse_json_answer
-    from truthline.models._openai import _request_options, build_messages
+    from truthline.models._images import encode_image
+    from truthline.models._openai import _request_options
+
+    def messages(r) -> list[dict]:
+        content: list[dict] = [{"type": "text", "text": r.user}]
+        policy = r.settings["image_policy"]
+        for p in r.images:
+            if mode in ("raw", "workers"):
+                u = raw_data_url(p)
+            else:
+                u = "data:image/jpeg;base64," + base64.b64encode(encode_image(p, policy)).decode()
+            content.append({"type": "image_url", "image_url": {"url": u, "detail": "auto"}})
+        sys_ = [{"role": "system", "content": r.system}] if r.system else []
+        return [*sys_, {"role": "user", "content": content}]
 
     async def main() -> None:
         from openai.types.chat import ChatCompletion
@@ -153,18 +192,29 @@ def bare(url: str, reqs, concurrency: int, create: bool) -> None:
         async def one(r) -> None:
             async with sem:
                 kw = {"temperature": 0.0, "max_tokens": r.settings["max_tokens"]}
-                if create:
+                if mode == "create":
                     resp = await client.chat.completions.create(
-                        model="stub", messages=build_messages(r), **kw
+                        model="stub", messages=messages(r), **kw
                     )
                 else:
-                    body = {"model": "stub", "messages": build_messages(r), **kw}
+                    body = {"model": "stub", "messages": messages(r), **kw}
                     resp = await client.post(
                         "/chat/completions", body=body, cast_to=ChatCompletion, options=options
                     )
                 parse_fields(r.fields, parse_json_answer(resp.choices[0].message.content))
 
-        await asyncio.gather(*(one(r) for r in reqs))
+        if mode == "workers":  # the runner's shape: a fixed pool of tasks on a queue
+            queue: asyncio.Queue = asyncio.Queue()
+            for r in reqs:
+                queue.put_nowait(r)
+
+            async def worker() -> None:
+                while not queue.empty():
+                    await one(queue.get_nowait())
+
+            await asyncio.gather(*(worker() for _ in range(concurrency)))
+        else:
+            await asyncio.gather(*(one(r) for r in reqs))
         await client.close()
 
     asyncio.run(main())
@@ -187,69 +237,158 @@ def ours_benchmark(url: str, fx: Fixture, store, concurrency: int) -> None:
     assert counts == {"parsed": len(store.items("bench"))}, counts
 
 
+def set_scenario(fx: Fixture, scenario: str) -> None:
+    """Put the image caches in the state the scenario names (see the module docstring)."""
+    from truthline.models import _images
+    from truthline.models._image_cache import MEMORY, clear_image_cache
+
+    if scenario in ("cold", "disk"):
+        MEMORY.clear()
+        _images._HASHES.clear()
+    if scenario == "cold":
+        clear_image_cache(fx.tmp / "image-cache")
+
+
+def warm_up(url: str, fx: Fixture, concurrency: int) -> None:
+    """Imports (the packages' ``__init__`` are lazy: the first path timed would pay them)
+    and first connections, before anything is timed."""
+    import truthline.benchmark._runner
+    import truthline.models._openai
+    import truthline.models._runner
+    import truthline.prefill._run  # noqa: F401
+
+    store = fx.store()
+    bare(url, fx.requests(store, "warm")[:50], concurrency)
+    store.close()
+    for fn in (ours_prefill, ours_benchmark):
+        small = fx.store()
+        fn(url, fx, small, concurrency)
+        small.close()
+
+
+SCENARIO_TEXT = {
+    "cold": "first run, images not yet encoded",
+    "disk": "rerun in a new process, images encoded in the workspace",
+    "memory": "images already encoded in this process",
+}
+
+
+def measure(n: int, args: argparse.Namespace) -> dict[str, tuple[float, float]]:
+    """Median ``(wall, cpu)`` per path at ``n`` requests."""
+    tmp = Path(tempfile.mkdtemp(prefix="truthline-bench-"))
+    fx = Fixture(tmp, n)
+    srv = subprocess.Popen(
+        [sys.executable, "-c", SERVER, str(args.latency)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    figures: dict[str, list[tuple[float, float]]] = {}
+    scenarios = [x for x in args.scenarios.split(",") if x]
+    try:
+        assert srv.stdout is not None
+        url = f"http://127.0.0.1:{int(srv.stdout.readline())}/v1"
+        warm_up(url, fx, args.concurrency)
+        for rep in range(args.repeat):
+            store = fx.store()
+            reqs = fx.requests(store, f"bare-{rep}")
+            store.close()
+            paths: dict[str, Callable[[], object]] = {
+                "bare": lambda r=reqs: bare(url, r, args.concurrency)
+            }
+            if args.reference:
+                paths["bare, re-encode"] = lambda r=reqs: bare(url, r, args.concurrency, "reencode")
+                paths["bare create()"] = lambda r=reqs: bare(url, r, args.concurrency, "create")
+            for name, fn in paths.items():
+                figures.setdefault(name, []).append(timed(fn))
+            for scenario in scenarios:
+                for name, path in (
+                    ("prefill()", ours_prefill),
+                    ("run_benchmark()", ours_benchmark),
+                ):
+                    store = fx.store()
+                    set_scenario(fx, scenario)
+                    got = timed(lambda s=store, p=path: p(url, fx, s, args.concurrency))
+                    figures.setdefault(f"{name} {scenario}", []).append(got)
+                    store.close()
+    finally:
+        srv.terminate()
+        srv.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return {
+        k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
+        for k, v in figures.items()
+    }
+
+
+NOTE = (
+    "CPU per sample (process_time, every thread) of the real paths against a bare AsyncOpenAI "
+    "+ semaphore loop sending each image file's raw bytes, same stub server (another process), "
+    "median of {repeat} interleaved rounds, stub latency {lat} ms, concurrency {conc}. "
+    "Scenarios: cold = first run (every image hashed and encoded); disk = rerun in a new "
+    "process (images encoded in the workspace's image-cache/); memory = images already "
+    "encoded in this process (another model or variant). Goal (issue 28): <= 1.05x."
+)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--n", type=int, default=1000)
+    ap.add_argument("--sizes", default="1000,3000,10000")
     ap.add_argument("--concurrency", type=int, default=64)
-    ap.add_argument("--latencies", default="0,0.2")
+    ap.add_argument("--latency", type=float, default=0.0, help="stub latency, seconds")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--scenarios", default="cold,disk,memory")
+    ap.add_argument("--reference", action="store_true", help="also the old baselines")
+    ap.add_argument("--no-record", action="store_true", help="do not rewrite SCALE.md")
     args = ap.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="truthline-bench-"))
-    fx = Fixture(tmp, args.n)
-    n = args.n
+    sizes = [int(x) for x in args.sizes.split(",")]
     print(
-        f"runner overhead: {n} requests, 1 image each, concurrency {args.concurrency}, "
-        f"median of {args.repeat} interleaved runs"
+        f"runner overhead: 1 image per request, concurrency {args.concurrency}, stub latency "
+        f"{args.latency * 1000:.0f} ms, median of {args.repeat} interleaved rounds"
     )
-    for lat in [float(x) for x in args.latencies.split(",")]:
-        srv = subprocess.Popen(
-            [sys.executable, "-c", SERVER, str(lat)], stdout=subprocess.PIPE, text=True, cwd=ROOT
-        )
-        figures: dict[str, list[tuple[float, float]]] = {}
-        try:
-            assert srv.stdout is not None
-            url = f"http://127.0.0.1:{int(srv.stdout.readline())}/v1"
-            # warm-up: imports (the benchmark package pulls in scipy), first connections
-            import truthline.benchmark
-            import truthline.prefill  # noqa: F401
-
-            warm = fx.store()
-            bare(url, fx.requests(warm, "warm")[:50], args.concurrency, create=False)
-            warm.close()
-            for rep in range(args.repeat):
-                store = fx.store()
-                reqs = fx.requests(store, f"bare{lat}-{rep}")
-                paths: dict[str, Callable[[], object]] = {
-                    "bare": lambda r=reqs, u=url: bare(u, r, args.concurrency, create=False),
-                    "bare create()": lambda r=reqs, u=url: bare(
-                        u, r, args.concurrency, create=True
-                    ),
-                    "prefill()": lambda s=store, u=url: ours_prefill(u, fx, s, args.concurrency),
-                }
-                for name, fn in paths.items():
-                    figures.setdefault(name, []).append(timed(fn))
-                store.close()
-                store = fx.store()  # run_benchmark on a store whose cache is empty
-                figures.setdefault("run_benchmark()", []).append(
-                    timed(lambda s=store, u=url: ours_benchmark(u, fx, s, args.concurrency))
-                )
-                store.close()
-        finally:
-            srv.terminate()
-            srv.wait()
-        med = {
-            k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
-            for k, v in figures.items()
-        }
-        bw, bc = med["bare"]
-        print(f"\nstub latency {lat * 1000:.0f} ms")
+    rows: list[dict] = []
+    cpu: dict[str, list[tuple[int, float]]] = {}
+    for n in sizes:
+        med = measure(n, args)
+        bc = med["bare"][1]
+        print(f"\nn = {n:,}")
         for name, (w, c) in med.items():
-            ratio = (
-                ""
-                if name == "bare"
-                else (f"  throughput {bw / w:.2f}x of bare, CPU/sample {c / bc:.2f}x")
+            cpu.setdefault(name, []).append((n, c))
+            ratio = c / bc
+            scen = name.rsplit(" ", 1)[-1]
+            what = f" ({SCENARIO_TEXT[scen]})" if scen in SCENARIO_TEXT else ""
+            tail = "" if name == "bare" else f"  CPU/sample {ratio:.3f}x of bare{what}"
+            print(
+                f"  {name:24s}: {n / w:8.1f} samples/s  {1000 * c / n:6.3f} ms CPU/sample{tail}",
+                flush=True,
             )
-            print(f"  {name:16s}: {n / w:8.1f} samples/s  {1000 * c / n:6.2f} ms CPU/sample{ratio}")
+            rows.append(
+                row(
+                    f"runner CPU/sample, {name}" + (f" ({SCENARIO_TEXT[scen]})" if what else ""),
+                    f"{1000 * c / n:.3f} ms",
+                    "" if name == "bare" else f"{1000 * bc / n:.3f} ms (bare loop, raw bytes)",
+                    ratio=None if name == "bare" else ratio,
+                    n=n,
+                )
+            )
+    if len(sizes) > 1:
+        for name, pts in cpu.items():
+            k = fit_exponent([p[0] for p in pts], [p[1] for p in pts])
+            print(f"  cost exponent k (CPU ∝ n^k), {name}: {k:.2f}")
+            rows.append(
+                row(
+                    f"runner CPU, {name}: k over n = {args.sizes}",
+                    f"{1000 * pts[-1][1] / pts[-1][0]:.3f} ms/sample at {pts[-1][0]:,}",
+                    ratio=None,
+                    n=pts[-1][0],
+                    k=k,
+                )
+            )
+    if not args.no_record:
+        note = NOTE.format(
+            repeat=args.repeat, lat=f"{args.latency * 1000:.0f}", conc=args.concurrency
+        )
+        print(f"wrote {record('runner', rows, note)}")
 
 
 if __name__ == "__main__":

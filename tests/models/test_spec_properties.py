@@ -51,7 +51,10 @@ def specs(draw) -> tuple[str, str | None, str | None]:
             userinfo = f"user:{password}@"
         netloc = host + (f":{port}" if port is not None else "")
         text += f"@{scheme}{userinfo}{netloc}{path}"
-        host_written = netloc
+        # the URL is read without the whitespace around it (a space typed before ``;``)
+        host_written = netloc.rstrip() if not path else netloc
+        if not scheme and not userinfo:
+            host_written = host_written.lstrip()
     for _ in range(draw(st.integers(0, 3))):
         key = draw(st.one_of(st.sampled_from(KEYS), st.sampled_from(["timout", "Alias", "k"])))
         text += f";{key}={draw(st.sampled_from(VALUES))}"

@@ -15,7 +15,6 @@ from truthline._cli_common import (
     console,
     emit,
     err_console,
-    output_dir,
     output_path,
     resamples_option,
     whole_names,
@@ -149,11 +148,20 @@ def run_cmd(
             "leave them to it and say so; a rerun afterwards takes its answers).",
         ),
     ] = False,
+    fresh: Annotated[
+        bool,
+        typer.Option(
+            "--fresh",
+            help="Ask every model again instead of reusing answers stored before this run "
+            "started (by default a byte-identical request, e.g. a prefill's, is reused). "
+            "Without --run the run is <derived>-fresh-N; rerunning resumes it.",
+        ),
+    ] = False,
     project: ProjectOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Run models over gold and score them; rerunning the same command resumes the run."""
-    from truthline.benchmark import EntryKey, RunConfig, RunInterrupted, run_benchmark
+    from truthline.benchmark import RunConfig, RunInterrupted, run_benchmark
 
     if run_id is not None:  # a run id names files (reports/benchmark-<run>.md)
         check_name(run_id, "--run")
@@ -173,6 +181,7 @@ def run_cmd(
         max_failures=max_failures or None,
         wait_claimed=wait_claimed,
         journal_dir=ws.root / "journal",
+        fresh=fresh,
     )
     try:
         if frames is None:
@@ -183,30 +192,63 @@ def run_cmd(
         err_console.print(str(exc), markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(exc.exit_code) from None
 
-    def render() -> None:
-        table = Table(
-            "model",
-            "variant",
-            "condition",
-            "control",
-            "outcomes",
-            "cost USD",
-            title=f"run {man['run_id']} ({man['status']}), gold {man['gold_snapshot'][:12]}",
-        )
-        for e in man["entries"].values():
-            key = EntryKey.of(e)
-            table.add_row(
-                key.label(parts=False, simulated=bool(e.get("simulated"))),
-                key.variant,
-                key.condition,
-                key.control,
-                ", ".join(f"{k} {v}" for k, v in e.get("status_counts", {}).items()),
-                f"{e.get('cost_usd', 0):.4f}",
-            )
-        console.print(whole_names(table))
-        console.print(f"next: truthline benchmark show {man['run_id']}")
+    emit(man, as_json, lambda: _render_run(man))
 
-    emit(man, as_json, render)
+
+def _render_run(man: dict[str, Any]) -> None:
+    """The run's entries: outcomes, fresh and reused answers, this run's cost."""
+    from truthline.benchmark import EntryKey
+
+    table = Table(
+        "model",
+        "variant",
+        "condition",
+        "control",
+        "outcomes",
+        "answers",
+        "cost USD",
+        title=f"run {man['run_id']} ({man['status']}), gold {man['gold_snapshot'][:12]}",
+    )
+    for e in man["entries"].values():
+        key = EntryKey.of(e)
+        table.add_row(
+            key.label(parts=False, simulated=bool(e.get("simulated"))),
+            key.variant,
+            key.condition,
+            key.control,
+            ", ".join(f"{k} {v}" for k, v in e.get("status_counts", {}).items()),
+            _answers_cell(e.get("answers") or {}),
+            f"{e.get('cost_usd', 0):.4f}",
+        )
+    console.print(whole_names(table))
+    console.print(f"next: truthline benchmark show {man['run_id']}")
+
+
+def _creatable(out: Path) -> Path:
+    """``out`` if its folder could be made (its nearest existing parent is a folder we may
+    write), without making anything: an export that fails leaves no empty folder."""
+    import os
+
+    from truthline.errors import TruthlineError
+
+    up = out.parent
+    while not up.exists() and up != up.parent:
+        up = up.parent
+    if not up.is_dir() or not os.access(up, os.W_OK | os.X_OK):
+        why = "not a folder" if not up.is_dir() else "permission denied"
+        raise TruthlineError(f"--out {out}: cannot create the folder: {up} is {why}")
+    return out
+
+
+def _answers_cell(a: dict[str, Any]) -> str:
+    """``fresh N, reused M ($X then)``: reused answers were stored before the run started
+    (their original cost shown; this run's cost counts only fresh ones)."""
+    if not a:
+        return ""
+    cell = f"fresh {a.get('fresh', 0)}, reused {a.get('reused', 0)}"
+    if a.get("reused"):
+        cell += f" (${a.get('reused_cost_usd', 0.0):.4f} then)"
+    return cell
 
 
 def _run_densities(
@@ -645,8 +687,9 @@ def export_cmd(
     from truthline.benchmark._export import export_release
 
     ws, proj = ws_project(ctx, project)
-    if not out.is_file():  # export_release names a file in the way; a missing folder is made
-        out = output_dir(out)
+    # nothing is created before the export succeeds: it writes a hidden sibling of --out
+    # and renames it into place (a file in the way is named by export_release)
+    out = _creatable(out.expanduser())
     rel = export_release(
         ws.store,
         proj,

@@ -14,8 +14,9 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,10 @@ class RunConfig:
     """The folder the clips' source videos were mined from (``frames`` only)."""
     frames_dir: Path | None = None
     """Where re-sampled frames are cached (default: ``<item media root>/resampled``)."""
+    fresh: bool = False
+    """Ask every model again instead of reusing answers stored before this run started
+    (default: a byte-identical request stored before, e.g. by a prefill, is reused). Without
+    ``run_id`` the run is ``<derived id>-fresh-N``: a rerun resumes the last unfinished one."""
 
 
 def targets_of(project: Project, gold: Gold) -> list[str]:
@@ -354,6 +359,26 @@ def default_run_id(project: Project, gold: Gold, cfg: RunConfig) -> str:
     return f"{project.name}-{json_hash(ident)[:10]}"
 
 
+def fresh_run_id(store: Store, base: str) -> str:
+    """``<base>-fresh-N`` of a ``--fresh`` run: the highest one while it is unfinished (a
+    rerun after a crash or a stop resumes it, asking nothing twice), else the next."""
+    t = tables.runs
+    pre = f"{base}-fresh-"
+    with store.begin() as conn:
+        rows = conn.execute(select(t.c.id, t.c.status).where(t.c.id.startswith(pre))).all()
+    runs = {int(r.id[len(pre) :]): r.status for r in rows if r.id[len(pre) :].isdigit()}
+    if not runs:
+        return f"{pre}1"
+    last = max(runs)
+    return f"{pre}{last}" if runs[last] != "done" else f"{pre}{last + 1}"
+
+
+def run_start(manifest: Mapping[str, Any]) -> datetime:
+    """When the run started (its first session): answers stored before are reused ones."""
+    ts = datetime.fromisoformat(manifest["started_at"])
+    return ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)
+
+
 def check_metric_names(project: Project) -> None:
     """Every metric the project names is registered or declared by an installed plug-in; an
     unknown one is one line naming the project file, the name and the known names."""
@@ -424,6 +449,8 @@ def run_benchmark(
 
         items = resample_items(items, cfg.frames, cfg.video_root, cfg.frames_dir)
     run_id = cfg.run_id or default_run_id(project, gold, cfg)
+    if cfg.fresh and not cfg.run_id:
+        run_id = fresh_run_id(store, run_id)
     specs = [_checked_spec(project, t) for t in cfg.models]  # before the run row: no stuck run
     manifest = _open_run(store, project, run_id, gold, cfg, targets)
     try:
@@ -520,6 +547,7 @@ def _run_models(
                 max_failures=cfg.max_failures,
                 claims=claims,
                 journal_dir=cfg.journal_dir,
+                fresh_since=run_start(manifest) if cfg.fresh else None,
             )
         except EndpointFailingError:  # the endpoint kept failing: close the run as partial
             manifest["entries"].setdefault(
@@ -618,6 +646,8 @@ def _open_run(
                     f"not {gold.snapshot[:12]}; start a new run (omit --run)"
                 )
             manifest["resumed_at"] = [*manifest.get("resumed_at", []), now().isoformat()]
+            if cfg.fresh:
+                manifest["fresh"] = True
             conn.execute(
                 t.update()
                 .where(t.c.id == run_id)
@@ -640,6 +670,7 @@ def _open_run(
             "metrics": list(project.benchmark.metrics),
             **({"protocol": _protocol_manifest(project)} if project.benchmark.ground_field else {}),
             "started_at": now().isoformat(),
+            **({"fresh": True} if cfg.fresh else {}),
             "entries": {},
         }
         ts = now()
@@ -780,10 +811,12 @@ def _scores(project: Project, it: GoldItem, res: Any, targets: list[str]) -> dic
 
 
 def _close_run(store: Store, run_id: str, manifest: dict[str, Any]) -> None:
-    from sqlalchemy import func
+    from sqlalchemy import case, func
 
     r = tables.run_results
     resp = tables.responses
+    # an answer stored before the run started is reused: it costs this run nothing
+    reused = resp.c.created_at < run_start(manifest)
     with store.begin() as conn:
         rows = conn.execute(
             select(
@@ -793,10 +826,12 @@ def _close_run(store: Store, run_id: str, manifest: dict[str, Any]) -> None:
                 r.c.control,
                 r.c.status,
                 func.count(),
-                func.coalesce(func.sum(resp.c.cost_usd), 0.0),
+                func.coalesce(func.sum(case((reused, 0.0), else_=resp.c.cost_usd)), 0.0),
                 func.coalesce(func.sum(resp.c.tokens_in), 0),
                 func.coalesce(func.sum(resp.c.tokens_out), 0),
                 func.coalesce(func.sum(resp.c.tokens_thinking), 0),
+                func.coalesce(func.sum(case((reused, 1), else_=0)), 0),
+                func.coalesce(func.sum(case((reused, resp.c.cost_usd), else_=0.0)), 0.0),
             )
             .select_from(r.outerjoin(resp, resp.c.id == r.c.response_id))
             .where(r.c.run_id == run_id)
@@ -806,12 +841,17 @@ def _close_run(store: Store, run_id: str, manifest: dict[str, Any]) -> None:
             e["status_counts"] = {}
             e["cost_usd"] = 0.0
             e["tokens"] = {"in": 0, "out": 0, "thinking": 0}
-        for m, v, c, k, st, n, cost, tin, tout, tth in rows:
+            e["answers"] = {"fresh": 0, "reused": 0, "reused_cost_usd": 0.0}
+        for m, v, c, k, st, n, cost, tin, tout, tth, n_reused, reused_cost in rows:
             e = manifest["entries"].get(f"{m}|{v}|{c}|{k}")
             if e is None:
                 continue
             e["status_counts"][st] = int(n)
             e["cost_usd"] = round(e["cost_usd"] + float(cost), 6)
+            a = e["answers"]
+            a["reused"] += int(n_reused)
+            a["fresh"] += int(n) - int(n_reused)
+            a["reused_cost_usd"] = round(a["reused_cost_usd"] + float(reused_cost), 6)
             e["tokens"]["in"] += int(tin)
             e["tokens"]["out"] += int(tout)
             e["tokens"]["thinking"] += int(tth)

@@ -5,7 +5,9 @@ it. A sample is one (item, model, variant, condition, control) of a benchmark ru
 prefill prediction: the rendered prompt as sent (``responses.prompt``; answers stored
 before migration 3 have only its hash), the raw output, the parsed values, the outcome,
 every scored decision (parsed vs gold, correct, credit) and the score per field, the
-item's strata and Label Studio tasks, cost and latency. ``benchmark samples`` exports them
+item's strata and Label Studio tasks, cost and latency, and whether the answer was
+``reused`` (stored before the run started, e.g. by a prefill: ``reused_from`` names it;
+its cost is not this run's) or fresh. ``benchmark samples`` exports them
 as JSONL; the dashboard's Samples page browses them with the same ``SampleFilter`` the
 benchmark page's links carry as query parameters.
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
+from datetime import UTC
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -166,12 +169,14 @@ def run_samples(
             .order_by(r.c.model, r.c.variant, r.c.condition, r.c.control, r.c.item_id)
         ).all()
         context = _Context.load(conn, project)
+        origins = _Origins(conn, run_id, run.manifest or {})
     specs = {k: e.get("spec") for k, e in ((run.manifest or {}).get("entries") or {}).items()}
     out = []
     for row in rows:
         m = row._mapping
         scores = m["scores"] or {}
         rec = context.record(m, scores.get("decisions") or [], scores.get("entities") or {})
+        rec.update(origins.of(m))
         rec.update(
             run_id=run_id,
             model=m["model"],
@@ -266,7 +271,50 @@ def _response_cols() -> list[Any]:
         s.c.latency_s,
         s.c.attempts,
         s.c.simulated,
+        s.c.created_at.label("response_created_at"),
+        s.c.purpose.label("response_purpose"),
     ]
+
+
+class _Origins:
+    """Which answers of a run were reused (stored before the run started) and where each
+    came from: its response id, the purpose that stored it, the first other run that
+    scored it (a benchmark answer), when it was stored and what it cost then."""
+
+    def __init__(self, conn: Any, run_id: str, manifest: Mapping[str, Any]):
+        from truthline.benchmark._runner import run_start
+
+        self.since = run_start(manifest) if manifest.get("started_at") else None
+        r, t = tables.run_results, tables.runs
+        mine = select(r.c.response_id).where(r.c.run_id == run_id, r.c.response_id.is_not(None))
+        self.runs: dict[int, str] = {}
+        """Response id -> the first other run that scored it."""
+        for rid, run in conn.execute(
+            select(r.c.response_id, r.c.run_id)
+            .select_from(r.join(t, t.c.id == r.c.run_id))
+            .where(r.c.run_id != run_id, r.c.response_id.in_(mine))
+            .order_by(t.c.created_at, r.c.run_id)
+        ):
+            self.runs.setdefault(int(rid), str(run))
+
+    def of(self, m: Any) -> dict[str, Any]:
+        stored = m["response_created_at"]
+        if stored is not None and stored.tzinfo is None:
+            stored = stored.replace(tzinfo=UTC)
+        if stored is None or self.since is None or stored >= self.since:
+            return {"reused": False, "reused_from": None}
+        rid = int(m["response_id"])
+        return {
+            "reused": True,
+            "reused_from": {
+                "response_id": rid,
+                "purpose": m["response_purpose"],
+                "run_id": self.runs.get(rid),
+                "stored_at": stored.isoformat(),
+                "cost_usd": float(m["cost_usd"] or 0.0),
+            },
+            "cost_usd": 0.0,
+        }
 
 
 def _item_cols() -> list[Any]:

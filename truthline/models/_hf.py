@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from truthline.errors import TruthlineError
+from truthline.models._image_cache import ImageCache, default_image_cache_dir, memory_cache
 from truthline.models._images import load_pil
 from truthline.models._registry import Backend, backend
 from truthline.models._types import Completion, InfraError, ModelRequest
@@ -36,6 +37,12 @@ class HFBackend(Backend):
         self._model: Any = None
         self._proc: Any = None
         self._lock = threading.Lock()
+        self.images = memory_cache()
+
+    def bind(self, store: Any) -> None:
+        """Images are encoded once per workspace (kept in its ``image-cache/``)."""
+        super().bind(store)
+        self.images = ImageCache(default_image_cache_dir(store))
 
     def _load(self) -> None:
         with self._lock:
@@ -74,7 +81,7 @@ class HFBackend(Backend):
             msgs.append({"role": "user", "content": content})
             texts.append(proc.apply_chat_template(msgs, add_generation_prompt=True))
             policy = r.settings.get("image_policy") or {}
-            images.append([load_pil(p, policy) for p in r.images])
+            images.append([load_pil(p, policy, self.images) for p in r.images])
         flat = [im for ims in images for im in ims]
         inputs = proc(text=texts, images=flat or None, return_tensors="pt", padding=True)
         inputs = inputs.to(self._device)

@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from truthline.errors import TruthlineError
-from truthline.models._images import data_url
+from truthline.models._image_cache import ImageCache, default_image_cache_dir, memory_cache
 from truthline.models._registry import Backend, backend
 from truthline.models._spec import ModelSpec, endpoint_url, redact_url, url_host
 from truthline.models._types import AuthError, Completion, InfraError, ModelRequest
@@ -176,14 +176,18 @@ def retry_after_seconds(headers: Any) -> float | None:
             return None
 
 
-def build_messages(req: ModelRequest, detail: str | None = None) -> list[dict[str, Any]]:
+def build_messages(
+    req: ModelRequest, detail: str | None = None, images: ImageCache | None = None
+) -> list[dict[str, Any]]:
+    """Chat messages of a request; images as data URLs from ``images`` (default: the
+    process's memory cache), each encoded once."""
     policy = req.settings.get("image_policy") or {}
     detail = detail or policy.get("detail", "auto")
+    cache = images or memory_cache()
     content: list[dict[str, Any]] = [{"type": "text", "text": req.user}]
     for p in req.images:
-        content.append(
-            {"type": "image_url", "image_url": {"url": data_url(p, policy), "detail": detail}}
-        )
+        url = cache.data_url(p, policy)
+        content.append({"type": "image_url", "image_url": {"url": url, "detail": detail}})
     msgs: list[dict[str, Any]] = []
     if req.system:
         msgs.append({"role": "system", "content": req.system})
@@ -264,6 +268,12 @@ class OpenAIBackend(Backend):
         self._client: Any = None
         self._options: Any = None
         self.timeout = spec.opt_float("timeout", 120.0)
+        self.images = memory_cache()
+
+    def bind(self, store: Any) -> None:
+        """Images are encoded once per workspace (kept in its ``image-cache/``)."""
+        super().bind(store)
+        self.images = ImageCache(default_image_cache_dir(store))
 
     @property
     def host(self) -> str:
@@ -302,7 +312,11 @@ class OpenAIBackend(Backend):
             kwargs[cap] = int(s["max_tokens"])
         if s.get("json_mode"):
             kwargs["response_format"] = {"type": "json_object"}
-        body = {"model": self.spec.name, "messages": build_messages(request), **kwargs}
+        body = {
+            "model": self.spec.name,
+            "messages": build_messages(request, images=self.images),
+            **kwargs,
+        }
         try:
             resp = await self._post(body)
         except (openai.OpenAIError, ValueError) as exc:

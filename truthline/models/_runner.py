@@ -25,7 +25,8 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -76,26 +77,70 @@ class RetryPolicy:
         return random.uniform(0, min(self.cap, self.base * 2 ** (attempt - 1)))
 
 
+KEY_LABELS = ("condition", "control", "variant")
+"""Settings that only label a request (a benchmark's condition, control, prompt variant):
+never sent, and what they change (prompt text, images) is in the key already. Left out of
+the key, so a benchmark request byte-identical to a prefill request shares its answer."""
+
+
 def request_key(
     spec: ModelSpec, req: ModelRequest, *, reads_context: bool = False
 ) -> tuple[str, str, list[str]]:
-    """``(cache_key, prompt_hash, image_hashes)`` for one request.
+    """``(cache_key, prompt_hash, image_hashes)`` for one request: what is sent (model,
+    settings but ``KEY_LABELS``, prompt, images), so identical requests share one key.
 
     ``reads_context``: the backend answers from the request's context (see
-    ``Backend.reads_context``), so the item and its context are part of the key.
+    ``Backend.reads_context``), so the item, its context and every setting are part of it.
     """
     prompt_hash = json_hash([req.system, req.user])
     images = [image_hash(p) for p in req.images]
+    key = _key(spec, req, prompt_hash, images, reads_context, labels=reads_context)
+    return key, prompt_hash, images
+
+
+def _key(
+    spec: ModelSpec,
+    req: ModelRequest,
+    prompt_hash: str,
+    images: list[str],
+    reads_context: bool,
+    *,
+    labels: bool,
+) -> str:
+    settings = (
+        req.settings if labels else {k: v for k, v in req.settings.items() if k not in KEY_LABELS}
+    )
     ident: dict[str, object] = {
         "model": spec.cache_identity,
-        "settings": req.settings,
+        "settings": settings,
         "prompt": prompt_hash,
         "images": images,
     }
     if reads_context:
         ident["item"] = req.item_id
         ident["context"] = req.context
-    return json_hash(ident), prompt_hash, images
+    return json_hash(ident)
+
+
+def legacy_key(
+    spec: ModelSpec, req: ModelRequest, key: tuple[str, str, list[str]], reads_context: bool
+) -> str | None:
+    """The key this request had before ``KEY_LABELS`` left the key (answers stored then
+    are still found under it: nothing is asked again); None where it is the same key."""
+    if reads_context or not any(k in req.settings for k in KEY_LABELS):
+        return None
+    return _key(spec, req, key[1], key[2], False, labels=True)
+
+
+def fresh_key(key: str, since: datetime) -> str:
+    """The key of a ``fresh`` answer to request ``key``: asked again by a run started at
+    ``since`` (a rerun of that run finds it: nothing is asked twice)."""
+    return json_hash({"fresh_of": key, "since": _utc(since).isoformat()})
+
+
+def _utc(ts: datetime) -> datetime:
+    """Aware UTC (SQLite returns stored times without their zone)."""
+    return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
 
 
 def classify(fields: Any, comp: Completion) -> tuple[str, str | None, dict, dict]:
@@ -136,6 +181,8 @@ def _from_row(row: Any, cached: bool = True) -> ModelResult:
         cached=cached,
         attempts=m["attempts"] or 1,
         simulated=bool(m["simulated"]),
+        stored_at=_utc(m["created_at"]) if m["created_at"] is not None else None,
+        origin=m["purpose"],
     )
 
 
@@ -437,7 +484,10 @@ class _Run:
     # -- claims --------------------------------------------------------------------------
     def take(self, i: int, old: ModelResult) -> None:
         """Request ``i`` (and its identical ones) answered by another run: its stored
-        answer, no call (its prediction / result row healed by ``persist``)."""
+        answer, no call (its prediction / result row healed by ``persist``), read under
+        this request's answer fields as ``_stored_answers`` reads one stored before."""
+        if not self.be.reads_context:
+            old = _reread(old, self.reqs[i])
         group = [i, *self.dups.get(i, [])]
         for j in group:
             self.results[j] = old
@@ -517,6 +567,7 @@ async def arun_requests(
     max_failures: int | None = 5,
     claims: Claims | None = None,
     journal_dir: Path | None = None,
+    fresh_since: datetime | None = None,
 ) -> list[ModelResult]:
     """The async form of ``run_requests`` (for callers already inside an event loop)."""
     ms = parse_model_spec(spec) if isinstance(spec, str) else spec
@@ -530,7 +581,7 @@ async def arun_requests(
     journal_dir = journal_dir or default_journal_dir(store)
     await asyncio.to_thread(replay, store, journal_dir)  # answers a failed write left behind
     keys = [request_key(ms, r, reads_context=be.reads_context) for r in requests]
-    have = cached_results(store, [k[0] for k in keys])
+    stored, keys = _stored_answers(store, ms, be, requests, keys, fresh_since)
     results: list[ModelResult | None] = [None] * len(requests)
     first: dict[str, int] = {}
     todo: list[int] = []
@@ -543,7 +594,7 @@ async def arun_requests(
     loop = asyncio.get_running_loop()
     run.writer = ResponseWriter(store, loop, persist=persist)
     for i, (key, _, _) in enumerate(keys):
-        old = have.get(key)
+        old = stored[i]
         if old is not None and not (retry_missing and old.status == INFRA_MISSING):
             results[i] = old
             if persist is not None:  # its prediction / result row (heals a crash between)
@@ -619,6 +670,56 @@ async def arun_requests(
             )
         out.append(res)
     return out
+
+
+def _stored_answers(
+    store: Any,
+    spec: ModelSpec,
+    be: Backend,
+    requests: Sequence[ModelRequest],
+    keys: list[tuple[str, str, list[str]]],
+    fresh_since: datetime | None,
+) -> tuple[list[ModelResult | None], list[tuple[str, str, list[str]]]]:
+    """The stored answer each request reuses (None: it is sent) and the keys answers
+    sent now are stored under.
+
+    Found under the request's key, or the key it had before ``KEY_LABELS`` left it. With
+    ``fresh_since`` an answer stored before that time is not reused: the request is sent
+    again and its answer stored under ``fresh_key`` (which a rerun of the same fresh run
+    finds, so it asks nothing twice). A reused answer is read again under this request's
+    answer fields (the same text: a prefill asked every field, a benchmark scores its
+    targets); under the same fields that reading is the stored one."""
+    since = _utc(fresh_since) if fresh_since is not None else None
+    legacy = [legacy_key(spec, r, k, be.reads_context) for r, k in zip(requests, keys, strict=True)]
+    sent = [(fresh_key(k[0], since), k[1], k[2]) for k in keys] if since is not None else keys
+    look = [k[0] for k in keys] + [k for k in legacy if k]
+    if since is not None:
+        look += [k[0] for k in sent]
+    have = cached_results(store, look)
+    out: list[ModelResult | None] = []
+    for i, req in enumerate(requests):
+        old = have.get(sent[i][0]) if since is not None else None
+        for k in (keys[i][0], legacy[i]):
+            cand = have.get(k) if k and old is None else None
+            if cand is not None and (
+                since is None or (cand.stored_at is not None and cand.stored_at >= since)
+            ):
+                old = cand
+        if old is not None and not be.reads_context:
+            old = _reread(old, req)
+        out.append(old)
+    return out, sent
+
+
+def _reread(old: ModelResult, req: ModelRequest) -> ModelResult:
+    """A stored answer read under this request's answer fields: the same text, no call
+    (refusals and truncations come from the finish reason, kept as stored)."""
+    if old.raw is None or old.status not in (PARSED, MODEL_FAILURE):
+        return old
+    if old.reason in ("refused", "truncated"):  # from the finish reason, not the text
+        return old
+    status, reason, values, errors = classify(req.fields, Completion(text=old.raw))
+    return replace(old, status=status, reason=reason, values=values, field_errors=errors)
 
 
 async def _drive(
@@ -760,6 +861,7 @@ def run_requests(
     max_failures: int | None = 5,
     claims: Claims | None = None,
     journal_dir: Path | None = None,
+    fresh_since: datetime | None = None,
 ) -> list[ModelResult]:
     """Run requests through one model; results align with ``requests``.
 
@@ -785,6 +887,9 @@ def run_requests(
     counted in ``claims.left`` (``mode="wait"``: their answers are waited for instead).
     ``journal_dir`` (default: ``journal/`` in the workspace, ``default_journal_dir``):
     where paid answers are journaled before their store write, and replayed from.
+
+    ``fresh_since`` (a fresh run's start): answers stored before it are asked again
+    (``cached`` stays for those stored since, e.g. by an earlier attempt of that run).
     """
     coro = arun_requests(
         store,
@@ -801,6 +906,7 @@ def run_requests(
         max_failures=max_failures,
         claims=claims,
         journal_dir=journal_dir,
+        fresh_since=fresh_since,
     )
     try:
         asyncio.get_running_loop()
@@ -848,6 +954,7 @@ __all__ = [
     "arun_requests",
     "cached_results",
     "classify",
+    "fresh_key",
     "request_key",
     "results_summary",
     "run_requests",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +50,13 @@ class ModelResult:
     cost_usd: float = 0.0
     latency_s: float | None = None
     cached: bool = False
+    """Taken from the store (an answer stored before this call), not sent."""
     attempts: int = 1
     simulated: bool = False
+    stored_at: datetime | None = None
+    """When the answer was stored (cached results: where a reused answer came from)."""
+    origin: str | None = None
+    """The purpose of the request that stored it (``prefill``, ``benchmark``, ``check``)."""
 
 
 @dataclass

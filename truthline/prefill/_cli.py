@@ -101,6 +101,15 @@ def run_cmd(
             "leave them to it and say so; a rerun afterwards takes its answers).",
         ),
     ] = False,
+    fresh: Annotated[
+        bool,
+        typer.Option(
+            "--fresh",
+            help="Ask again for answers stored before this run started (default: a stored "
+            "answer to the same request is reused); rerunning an unfinished fresh run "
+            "resumes it.",
+        ),
+    ] = False,
     project: ProjectOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -122,13 +131,16 @@ def run_cmd(
         max_failures=max_failures or None,
         wait_claimed=wait_claimed,
         journal_dir=ws.root / "journal",
+        fresh=fresh,
     )
     data = {"project": proj.name, **rep.as_dict()}
 
     def render() -> None:
         sim = " [yellow](SIMULATED model)[/]" if rep.simulated else ""
+        origins = ", ".join(f"{k} {n}" for k, n in data.get("reused_from", {}).items())
         console.print(
-            f"[bold]{rep.model}[/]{sim}: {rep.items} items, {data['cached']} already answered"
+            f"[bold]{rep.model}[/]{sim}: {rep.items} items, {data['fresh']} asked, "
+            f"{data['reused']} reused" + (f" (stored by: {origins})" if origins else "")
         )
         for status, n in sorted(data["by_status"].items()):
             console.print(f"  {status}: {n}")

@@ -7,11 +7,14 @@ same prediction rows, so a crash between the two writes heals on the next run. A
 prediction already shown to an annotator is never rewritten: a different answer becomes
 version ``alias@v2``, ``alias@v3``, ... (see ``PredictionWriter``). Items another live
 run has claimed are left to it (or waited for, ``wait_claimed``): no answer is paid twice.
+An answer stored before (by an earlier prefill, or a byte-identical benchmark request) is
+reused and counted so; ``fresh`` asks again (``fresh_runs``: a rerun resumes that fresh run).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +34,7 @@ from truthline.models import (
 )
 from truthline.models._claims import Claims
 from truthline.models._upsert import insert_ignore
-from truthline.store import Store, now, tables
+from truthline.store import Store, json_hash, now, tables
 
 
 @dataclass
@@ -255,8 +258,12 @@ def prefill(
     max_failures: int | None = 5,
     wait_claimed: bool = False,
     journal_dir: Path | None = None,
+    fresh: bool = False,
 ) -> PrefillReport:
     """Pre-annotate the project's items (first ``limit`` by id) with one model.
+
+    Answers stored before are reused (``reused`` in the report); ``fresh`` asks again for
+    those stored before this fresh run started (a rerun of an unfinished one resumes it).
 
     Items another live run claimed are left to it (``claimed_elsewhere`` in the report,
     ``stopped`` ``claimed``), or with ``wait_claimed`` waited for; ``journal_dir``: where
@@ -272,14 +279,11 @@ def prefill(
     items = store.items(project.name)
     if limit:
         items = items[:limit]
-    reqs = item_requests(
-        project,
-        items,
-        purpose="prefill",
-        settings=default_settings(project, **(settings or {})),
-        template=variant,
-    )
+    sent = default_settings(project, **(settings or {}))
+    reqs = item_requests(project, items, purpose="prefill", settings=sent, template=variant)
     writer = PredictionWriter(project.name, spec.alias)
+    scope = json_hash(["prefill", project.name, spec.cache_identity, variant, sent])
+    since = _fresh_start(store, scope, f"prefill {project.name} {spec.alias}") if fresh else None
     claims = Claims(
         mode="wait" if wait_claimed else "skip", label=f"prefill {project.name} {spec.alias}"
     )
@@ -295,8 +299,11 @@ def prefill(
         max_failures=max_failures,
         claims=claims,
         journal_dir=journal_dir,
+        fresh_since=since,
     )
     reasons = [r.reason for r in results if r.status == NOT_RUN]
+    if since is not None and not reasons:
+        _fresh_done(store, scope)
     # a stop (budget, Ctrl-C) says more than work left to another run
     stopped = next((r for r in reasons if r != "claimed"), reasons[0] if reasons else None)
     simulated = any(r.simulated for r in results) or spec.kind == "simulated"
@@ -305,6 +312,11 @@ def prefill(
         extra["claimed_elsewhere"] = {**claims.as_dict(), "message": claims.message()}
     if claims.taken:
         extra["answered_by_another_run"] = claims.taken
+    extra["reused"] = sum(r.cached for r in results)
+    extra["fresh"] = sum(not r.cached and r.status != NOT_RUN for r in results)
+    extra["reused_from"] = _origins(results)
+    if since is not None:
+        extra["fresh_since"] = since.isoformat()
     return PrefillReport(
         model=spec.alias,
         simulated=simulated,
@@ -314,6 +326,50 @@ def prefill(
         items=len(items),
         extra=extra,
     )
+
+
+def _origins(results: list[ModelResult]) -> dict[str, int]:
+    """Reused answers by the purpose that stored them (``prefill``, ``benchmark``)."""
+    out: dict[str, int] = {}
+    for r in results:
+        if r.cached:
+            out[r.origin or "unknown"] = out.get(r.origin or "unknown", 0) + 1
+    return dict(sorted(out.items()))
+
+
+def _aware(ts: datetime) -> datetime:
+    return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts
+
+
+def _fresh_start(store: Store, scope: str, label: str) -> datetime:
+    """The start of this fresh run: an unfinished one's (its rerun resumes it), else now."""
+    t = tables.fresh_runs
+    with store.begin() as conn:
+        row = conn.execute(
+            select(t.c.started_at, t.c.finished_at).where(t.c.scope == scope)
+        ).first()
+        if row is not None and row.finished_at is None:
+            return _aware(row.started_at)
+        ts = now()
+        if row is None:
+            conn.execute(
+                insert_ignore(conn.dialect.name, t, ["scope"]).values(
+                    scope=scope, label=label[:300], started_at=ts, finished_at=None
+                )
+            )
+        else:
+            conn.execute(
+                t.update().where(t.c.scope == scope).values(started_at=ts, finished_at=None)
+            )
+        got = conn.execute(select(t.c.started_at).where(t.c.scope == scope)).scalar_one()
+    return _aware(got)
+
+
+def _fresh_done(store: Store, scope: str) -> None:
+    """The fresh run answered everything: the next ``fresh`` starts a new one."""
+    t = tables.fresh_runs
+    with store.begin() as conn:
+        conn.execute(t.update().where(t.c.scope == scope).values(finished_at=now()))
 
 
 def prefill_status(store: Store, project: str) -> dict[str, Any]:

@@ -1,0 +1,273 @@
+"""Each image encoded once: in memory for the process, on disk in the workspace (issue 28).
+
+The same item image goes to every model, prompt variant and rerun. Decoding, resizing and
+re-encoding it as JPEG each time (``encode_image``) was the runner's largest CPU cost per
+sample beyond the HTTP client, so the encoded bytes are kept, keyed by what decides them:
+the SHA-256 of the source file and a tag of the encoder (``max_side``, ``jpeg_quality``,
+the Pillow version, ``ENCODER``). A changed file or policy is another key; ``detail`` is
+not part of it (it does not change the bytes). What comes back is exactly what
+``encode_image`` returns for that file and policy.
+
+On disk: ``<workspace>/image-cache/<sha[:2]>/<sha>.<tag>.jpg``, folders 0700, files 0600,
+each written to a temporary file and renamed into place, the payload behind its own
+SHA-256 (a torn or altered file is re-encoded, never sent). The folder is bounded
+(``max_disk_bytes``, default 2 GiB; the least recently used files go first) and
+``clear_image_cache`` empties it; deleting it by hand is safe too.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from truthline.errors import TruthlineError
+
+ENCODER = 1
+"""Bump when ``encode_image`` changes the bytes it makes: old cache entries then miss."""
+
+CACHE_DIR = "image-cache"
+DEFAULT_DISK_BYTES = 2 << 30
+DEFAULT_MEMORY_BYTES = 256 << 20
+_PREFIX = "data:image/jpeg;base64,"
+_DIGEST = 32
+
+
+def default_image_cache_dir(store: Any) -> Path | None:
+    """``image-cache/`` beside a SQLite store file (the workspace), else under
+    ``$TRUTHLINE_WORKSPACE``; None (memory only) when neither is known."""
+    url = str(getattr(store, "url", "") or "")
+    if url.startswith("sqlite:///"):
+        path = url[len("sqlite:///") :].split("?", 1)[0]
+        if path and path != ":memory:":
+            return Path(path).parent / CACHE_DIR
+        return None
+    ws = os.environ.get("TRUTHLINE_WORKSPACE")
+    return Path(ws) / CACHE_DIR if ws else None
+
+
+_TAGS: dict[tuple[int, int], str] = {}
+
+
+def encoder_tag(policy: dict[str, Any] | None) -> str:
+    """What decides the encoded bytes besides the source file, as 16 hex digits."""
+    policy = policy or {}
+    params = (int(policy.get("max_side", 1024)), int(policy.get("jpeg_quality", 85)))
+    tag = _TAGS.get(params)
+    if tag is None:
+        import PIL
+
+        ident = json.dumps([ENCODER, *params, PIL.__version__])
+        tag = _TAGS[params] = hashlib.sha256(ident.encode()).hexdigest()[:16]
+    return tag
+
+
+class _Memory:
+    """The process's encoded images (data URLs), least recently used dropped past a size."""
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes = max_bytes
+        self.size = 0
+        self._urls: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str]) -> str | None:
+        with self._lock:
+            url = self._urls.get(key)
+            if url is not None:
+                self._urls.move_to_end(key)
+            return url
+
+    def put(self, key: tuple[str, str], url: str) -> None:
+        if len(url) > self.max_bytes:
+            return
+        with self._lock:
+            old = self._urls.pop(key, None)
+            self.size += len(url) - (len(old) if old is not None else 0)
+            self._urls[key] = url
+            while self.size > self.max_bytes:
+                _, gone = self._urls.popitem(last=False)
+                self.size -= len(gone)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._urls.clear()
+            self.size = 0
+
+
+MEMORY = _Memory(DEFAULT_MEMORY_BYTES)
+"""Shared by every cache of the process: one encode per image across models and runs."""
+
+
+class ImageCache:
+    """Encoded images of one workspace (``folder``; None: memory only).
+
+    ``stats`` counts where each image came from: ``memory``, ``disk`` or ``encoded``."""
+
+    def __init__(self, folder: Path | None = None, *, max_disk_bytes: int = DEFAULT_DISK_BYTES):
+        self.folder = folder
+        self.max_disk_bytes = max_disk_bytes
+        self.stats = {"memory": 0, "disk": 0, "encoded": 0}
+        self._disk_size: int | None = None
+        self._lock = threading.Lock()
+
+    def data_url(self, path: Path, policy: dict[str, Any] | None = None) -> str:
+        """``data:image/jpeg;base64,...`` of ``encode_image(path, policy)``."""
+        from truthline.models._images import image_hash
+
+        tag = encoder_tag(policy)
+        key = (image_hash(path), tag)
+        url = MEMORY.get(key)
+        if url is not None:
+            self.stats["memory"] += 1
+            return url
+        jpeg = self._from_disk(key)
+        if jpeg is None:
+            sha, jpeg = self._encode(path, policy)
+            key = (sha, tag)
+            self._to_disk(key, jpeg)
+        url = _PREFIX + base64.b64encode(jpeg).decode("ascii")
+        MEMORY.put(key, url)
+        return url
+
+    def jpeg(self, path: Path, policy: dict[str, Any] | None = None) -> bytes:
+        """``encode_image(path, policy)``, from the cache when it holds it."""
+        return base64.b64decode(self.data_url(path, policy)[len(_PREFIX) :])
+
+    # -- encoding and disk ---------------------------------------------------------------
+    def _encode(self, path: Path, policy: dict[str, Any] | None) -> tuple[str, bytes]:
+        """The source's hash and its encoding, from one read of the file (a file changed
+        since it was hashed is stored under the hash of what was encoded)."""
+        from truthline.models._images import encode_bytes
+
+        try:
+            data = Path(path).read_bytes()
+        except OSError as exc:
+            raise TruthlineError(f"{path}: cannot read image ({exc.strerror})") from None
+        self.stats["encoded"] += 1
+        return hashlib.sha256(data).hexdigest(), encode_bytes(data, path, policy)
+
+    def _file(self, key: tuple[str, str]) -> Path | None:
+        if self.folder is None:
+            return None
+        sha, tag = key
+        return self.folder / sha[:2] / f"{sha}.{tag}.jpg"
+
+    def _from_disk(self, key: tuple[str, str]) -> bytes | None:
+        f = self._file(key)
+        if f is None:
+            return None
+        try:
+            blob = f.read_bytes()
+        except OSError:
+            return None
+        digest, jpeg = blob[:_DIGEST], blob[_DIGEST:]
+        if len(blob) <= _DIGEST or hashlib.sha256(jpeg).digest() != digest:
+            with contextlib.suppress(OSError):  # torn or altered: encode again
+                f.unlink()
+            return None
+        with contextlib.suppress(OSError):  # its use time, for the size bound
+            os.utime(f)
+        self.stats["disk"] += 1
+        return jpeg
+
+    def _to_disk(self, key: tuple[str, str], jpeg: bytes) -> None:
+        """Write one entry atomically (0600); a cache that cannot be written is skipped
+        (the run still sends the image it just encoded)."""
+        f = self._file(key)
+        if f is None:
+            return
+        blob = hashlib.sha256(jpeg).digest() + jpeg
+        try:
+            _private_dir(f.parent)
+            fd, tmp = tempfile.mkstemp(dir=f.parent, prefix=".tmp-", suffix=".jpg")
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(blob)
+                os.replace(tmp, f)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
+        except OSError:
+            return
+        with self._lock:
+            if self._disk_size is None:
+                self._disk_size = _folder_size(self.folder)
+            else:
+                self._disk_size += len(blob)
+            if self._disk_size > self.max_disk_bytes:
+                self._disk_size = _prune(self.folder, int(self.max_disk_bytes * 0.9))
+
+
+def _private_dir(path: Path) -> None:
+    for d in (path.parent, path):
+        if not d.is_dir():
+            d.mkdir(parents=True, exist_ok=True, mode=0o700)
+            d.chmod(0o700)
+
+
+def _entries(folder: Path | None) -> list[os.DirEntry]:
+    if folder is None or not folder.is_dir():
+        return []
+    out: list[os.DirEntry] = []
+    for sub in os.scandir(folder):
+        if sub.is_dir(follow_symlinks=False):
+            out += [e for e in os.scandir(sub.path) if e.is_file(follow_symlinks=False)]
+    return out
+
+
+def _folder_size(folder: Path | None) -> int:
+    return sum(e.stat().st_size for e in _entries(folder))
+
+
+def _prune(folder: Path | None, target: int) -> int:
+    """Delete the least recently used entries until the folder holds at most ``target``
+    bytes; returns what it then holds."""
+    entries = sorted(((e.stat(), e.path) for e in _entries(folder)), key=lambda x: x[0].st_mtime)
+    size = sum(st.st_size for st, _ in entries)
+    for st, path in entries:
+        if size <= target:
+            break
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+            size -= st.st_size
+    return size
+
+
+def clear_image_cache(folder: Path | None) -> tuple[int, int]:
+    """Empty a workspace's image cache (and the process's memory of encoded images);
+    returns ``(files, bytes)`` removed."""
+    MEMORY.clear()
+    files = size = 0
+    for e in _entries(folder):
+        with contextlib.suppress(OSError):
+            n = e.stat().st_size
+            os.unlink(e.path)
+            files += 1
+            size += n
+    return files, size
+
+
+_DEFAULT = ImageCache()
+
+
+def memory_cache() -> ImageCache:
+    """The process's cache without a folder (callers that know no workspace)."""
+    return _DEFAULT
+
+
+__all__ = [
+    "ImageCache",
+    "clear_image_cache",
+    "default_image_cache_dir",
+    "encoder_tag",
+    "memory_cache",
+]
