@@ -147,6 +147,23 @@ def test_the_disk_cache_is_bounded_and_clearable(tmp_path):
     assert MEMORY.size == 0
 
 
+def test_a_cache_folder_deleted_during_a_run_is_made_again(tmp_path):
+    import shutil
+
+    folder = tmp_path / "cache"
+    cache = ImageCache(folder)
+    img = write_png(tmp_path / "a.png", 1)
+    ref = cache.jpeg(img, {})
+    shutil.rmtree(folder)  # by hand, while the process runs
+    for _ in range(2):  # the first write after it fails (skipped), the next makes the folder
+        MEMORY.clear()
+        assert cache.jpeg(img, {}) == ref  # sent all the same
+    MEMORY.clear()
+    assert cache.jpeg(img, {}) == ref
+    assert len(list(folder.rglob("*.jpg"))) == 1 and cache.stats["disk"] == 1
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+
+
 def _sha(path: Path) -> str:
     from truthline.models._images import image_hash
 

@@ -116,6 +116,7 @@ class ImageCache:
         self.max_disk_bytes = max_disk_bytes
         self.stats = {"memory": 0, "disk": 0, "encoded": 0}
         self._disk_size: int | None = None
+        self._dirs: set[Path] = set()
         self._lock = threading.Lock()
 
     def data_url(self, path: Path, policy: dict[str, Any] | None = None) -> str:
@@ -186,7 +187,9 @@ class ImageCache:
             return
         blob = hashlib.sha256(jpeg).digest() + jpeg
         try:
-            _private_dir(f.parent)
+            if f.parent not in self._dirs:  # one check per folder, not two stats per image
+                _private_dir(f.parent)
+                self._dirs.add(f.parent)
             fd, tmp = tempfile.mkstemp(dir=f.parent, prefix=".tmp-", suffix=".jpg")
             try:
                 with os.fdopen(fd, "wb") as fh:
@@ -197,6 +200,7 @@ class ImageCache:
                     os.unlink(tmp)
                 raise
         except OSError:
+            self._dirs.discard(f.parent)  # deleted by hand meanwhile: made again next time
             return
         with self._lock:
             if self._disk_size is None:
