@@ -19,19 +19,29 @@ trivial page is rendered beside each cached one and the page's own time, cached 
 floor, is printed too: the figure the goal applies to.
 
     .venv/bin/python bench/dashboard_load.py [--items 100000] [--base 1345] [--workspace DIR]
+
+``--sizes 1000,10000,100000`` builds a store at each size (under ``--workspace``, one folder
+per size) and records the "dashboards" section of bench/SCALE.md: per page and size the
+cached render's own time beside the cold render, and per page the cost exponent k of the
+own time over the sizes.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
+import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("YOLO_OFFLINE", "1")
 os.environ.setdefault("STREAMLIT_LOGGER_LEVEL", "error")
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _scale, beside this script
 
 GOAL_CACHED_S = 2.0
 
@@ -133,9 +143,144 @@ def render_floor() -> float:
     return time.perf_counter() - t0
 
 
+@dataclass(frozen=True)
+class PageTimes:
+    """One page's renders at one store size: cold, best cached, the AppTest floor, own."""
+
+    title: str
+    cold: float
+    cached: float
+    floor: float
+    own: float
+    load: str  # the machine's load when measured (``_scale.machine_load``)
+
+
+def build_store(
+    root: Path, items: int, base: int, labelled: int, console, templates: Path | None = None
+) -> None:
+    """A SIMULATED store of ``base`` clips in ``root``, scaled in bulk to ``items``; kept when
+    ``root`` already holds one. With ``templates`` the base loop is built once per clip count
+    there and copied (sizes share it), else built in ``root``."""
+    from truthline.demo import build_simulated_loop
+
+    if (root / "truthline.db").is_file():
+        return
+    base = min(base, items)
+    template = templates / f"base{base}" if templates else root
+    if not (template / "truthline.db").is_file():
+        with console.status(f"building a SIMULATED store of {base} clips in {template} ..."):
+            t0 = time.perf_counter()
+            build_simulated_loop(template, n_items=base, seed=0)
+            console.print(f"store of {base} clips built in {time.perf_counter() - t0:.1f} s")
+    if template != root:
+        shutil.copytree(template, root)
+    t0 = time.perf_counter()
+    n = scale_store(f"sqlite:///{root / 'truthline.db'}", items, labelled)
+    console.print(
+        f"scaled in bulk to {n} items ({labelled} labelled) in {time.perf_counter() - t0:.1f} s"
+    )
+
+
+def time_pages(root: Path, repeats: int = 3) -> list[PageTimes]:
+    """Render every page of the store in ``root`` cold, then cached ``repeats`` times, each
+    beside the floor (the best pair counts: load from other processes only adds time)."""
+    import streamlit as st
+    from _scale import machine_load
+
+    from truthline.dashboards import pages
+
+    os.environ["TRUTHLINE_WORKSPACE"] = str(root)
+    os.environ.pop("TRUTHLINE_DB", None)
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    render("overview")  # warm imports so the first page does not pay for them alone
+    out = []
+    for p in pages():
+        st.cache_data.clear()
+        st.cache_resource.clear()
+        cold = render(p.url_path)
+        pairs = [(render(p.url_path), render_floor()) for _ in range(repeats)]
+        out.append(
+            PageTimes(
+                title=p.title,
+                cold=cold,
+                cached=min(c for c, _ in pairs),
+                floor=min(f for _, f in pairs),
+                own=max(0.0, min(c - f for c, f in pairs)),
+                load=machine_load(),
+            )
+        )
+    return out
+
+
+def print_table(console, times: list[PageTimes], items: int, labelled: int) -> None:
+    from rich.table import Table
+
+    table = Table(
+        "page",
+        "cold s",
+        "cached s",
+        "AppTest floor s",
+        "page's own cached s",
+        f"own <= {GOAL_CACHED_S:.0f} s",
+    )
+    for pt in times:
+        table.add_row(
+            pt.title,
+            f"{pt.cold:.2f}",
+            f"{pt.cached:.2f}",
+            f"{pt.floor:.2f}",
+            f"{pt.own:.2f}",
+            "yes" if pt.own <= GOAL_CACHED_S else "NO",
+        )
+    console.print(table)
+    worst = max((pt.own for pt in times), default=0.0)
+    console.print(
+        f"{items} simulated items ({labelled} labelled); worst cached render of a "
+        f"page's own {worst:.2f} s (goal <= {GOAL_CACHED_S:.0f} s); load average "
+        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    )
+
+
+def record_sizes(by_size: dict[int, list[PageTimes]], labelled: int) -> None:
+    """The "dashboards" section of SCALE.md: per page and size the cached render's own time
+    beside the cold render; per page the cost exponent k of the own time over the sizes."""
+    from _scale import fit_exponent, record, row
+
+    sizes = sorted(by_size)
+    rows = []
+    for i, title in enumerate(pt.title for pt in by_size[sizes[0]]):
+        series = [(n, by_size[n][i]) for n in sizes]
+        k = fit_exponent([n for n, _ in series], [pt.own for _, pt in series])
+        for n, pt in series:
+            r = row(
+                f"{title}: cached render, page's own",
+                f"{pt.own:.2f} s",
+                f"{pt.cold:.2f} s cold",
+                ratio=pt.own / max(pt.cold, 1e-9),
+                n=n,
+                k=k if n == sizes[-1] else None,
+            )
+            rows.append(r | {"machine load": pt.load})  # the load then, not now
+    record(
+        "dashboards",
+        rows,
+        note=f"bench/dashboard_load.py --sizes; n = items (up to {labelled} labelled); value = "
+        "the page's own cached render (best of a cached render minus a trivial page's AppTest "
+        "render beside it; 0.00 = within the floor's noise), baseline its cold render; k of "
+        f"the own time over the sizes (blank under two non-zero sizes); goal: own <= "
+        f"{GOAL_CACHED_S:.0f} s at 100k.",
+    )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--items", type=int, default=100_000, help="items in the scaled store")
+    ap.add_argument(
+        "--sizes",
+        type=lambda s: sorted({int(x) for x in s.split(",") if x.strip()}),
+        help="comma-separated item counts, e.g. 1000,10000,100000: time each, record SCALE.md",
+    )
     ap.add_argument(
         "--base", type=int, default=1345, help="simulated clips copied in bulk (SteelBench: 1345)"
     )
@@ -146,68 +291,29 @@ def main() -> int:
         help="items whose annotations, gold and run results are copied too (default: the base)",
     )
     ap.add_argument("--workspace", type=Path, help="reuse/build the store here (default: temp)")
+    ap.add_argument("--repeats", type=int, default=3, help="cached renders per page (best counts)")
     args = ap.parse_args()
 
     import logging
 
-    import streamlit as st
-
     logging.getLogger("streamlit").setLevel(logging.ERROR)
     from rich.console import Console
-    from rich.table import Table
-
-    from truthline.dashboards import pages
-    from truthline.demo import build_simulated_loop
 
     console = Console()
-    root = args.workspace or Path(tempfile.mkdtemp(prefix="truthline-dash-bench-")) / "ws"
-    if not (root / "truthline.db").is_file():
-        base = min(args.base, args.items)
-        with console.status(f"building a SIMULATED store of {base} clips in {root} ..."):
-            t0 = time.perf_counter()
-            build_simulated_loop(root, n_items=base, seed=0)
-            console.print(f"store of {base} clips built in {time.perf_counter() - t0:.1f} s")
-        t0 = time.perf_counter()
-        n = scale_store(f"sqlite:///{root / 'truthline.db'}", args.items, args.labelled)
-        console.print(
-            f"scaled in bulk to {n} items ({args.labelled} labelled) in "
-            f"{time.perf_counter() - t0:.1f} s"
-        )
-    os.environ["TRUTHLINE_WORKSPACE"] = str(root)
-    os.environ.pop("TRUTHLINE_DB", None)
-
-    render("overview")  # warm imports so the first page does not pay for them alone
-    table = Table(
-        "page",
-        "cold s",
-        "cached s",
-        "AppTest floor s",
-        "page's own cached s",
-        f"own <= {GOAL_CACHED_S:.0f} s",
-    )
-    worst = 0.0
-    for p in pages():
-        st.cache_data.clear()
-        st.cache_resource.clear()
-        cold = render(p.url_path)
-        pairs = [(render(p.url_path), render_floor()) for _ in range(3)]
-        cached = min(c for c, _ in pairs)
-        own = max(0.0, min(c - f for c, f in pairs))
-        worst = max(worst, own)
-        table.add_row(
-            p.title,
-            f"{cold:.2f}",
-            f"{cached:.2f}",
-            f"{min(f for _, f in pairs):.2f}",
-            f"{own:.2f}",
-            "yes" if own <= GOAL_CACHED_S else "NO",
-        )
-    console.print(table)
-    console.print(
-        f"{args.items} simulated items ({args.labelled} labelled); worst cached render of a "
-        f"page's own {worst:.2f} s (goal <= {GOAL_CACHED_S:.0f} s); load average "
-        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
-    )
+    if not args.sizes:
+        root = args.workspace or Path(tempfile.mkdtemp(prefix="truthline-dash-bench-")) / "ws"
+        build_store(root, args.items, args.base, args.labelled, console)
+        print_table(console, time_pages(root, args.repeats), args.items, args.labelled)
+        return 0
+    parent = args.workspace or Path(tempfile.mkdtemp(prefix="truthline-dash-bench-"))
+    by_size = {}
+    for n in args.sizes:
+        root = parent / f"ws{n}"
+        build_store(root, n, args.base, args.labelled, console, templates=parent / "_bases")
+        by_size[n] = time_pages(root, args.repeats)
+        print_table(console, by_size[n], n, min(args.labelled, n))
+    record_sizes(by_size, args.labelled)
+    console.print("recorded the dashboards section of bench/SCALE.md")
     return 0
 
 

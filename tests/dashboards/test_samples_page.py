@@ -166,3 +166,37 @@ def test_simulated_loop_frames_and_prefill(sim_ws, run_app):
     at.selectbox(key="samples-run").set_value("prefill predictions").run()
     assert not at.exception, at.exception
     assert int(_metric(at, "samples")) == n_pred > 0
+
+
+def test_a_reused_answer_says_where_it_came_from(tmp_path, app_at):
+    """A benchmark answer reused from the prefill (no call in the run) is marked in the table
+    and, on the item, names what stored it; fresh answers say fresh."""
+    import json
+
+    from tests.benchmark.conftest import make_bench_ws
+    from truthline.benchmark import RunConfig, run_benchmark
+    from truthline.models._stub import StubServer
+    from truthline.prefill import prefill
+
+    ws, project, _items, _snap = make_bench_ws(tmp_path / "ws")
+    good = json.dumps({"worker_count": 1, "workers": [], "scene_type": "yard"})
+    stub = StubServer(answer=lambda body: good).start()
+    try:
+        spec = f"openai:vlm@{stub.url};alias=m"
+        prefill(ws.store, project, spec, progress=False)
+        run_benchmark(ws.store, project, RunConfig(models=[spec], run_id="r-re"), progress=False)
+        cfg = RunConfig(models=[spec], run_id="r-fresh", fresh=True)
+        run_benchmark(ws.store, project, cfg, progress=False)
+    finally:
+        stub.stop()
+    at = app_at(ws, "samples", {"run": "r-re"})
+    assert not at.exception, at.exception
+    assert set(_frame(at, "answer")["answer"]) == {"reused"}
+    captions = [c.value for c in at.expander[0].caption]
+    assert any(
+        c.startswith("reused answer (no call in this run)") and "prefill" in c for c in captions
+    )
+    at = app_at(ws, "samples", {"run": "r-fresh"})
+    assert set(_frame(at, "answer")["answer"]) == {"fresh"}
+    assert not any("reused answer" in c.value for c in at.expander[0].caption)
+    ws.store.close()

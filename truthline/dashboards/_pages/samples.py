@@ -111,6 +111,7 @@ def _table(shown: list[dict[str, Any]], flt: SampleFilter) -> pd.DataFrame:
                 "decisions": len(ds),
                 "correct": sum(bool(d["correct"]) for d in ds),
                 "stratum": r["stratum"],
+                "answer": "reused" if r.get("reused") else "fresh",
                 "cost_usd": r["cost_usd"],
                 "latency_s": r["latency_s"],
                 "label_studio": r["label_studio"][0]["url"] if r["label_studio"] else None,
@@ -145,6 +146,8 @@ def _item(r: dict[str, Any], flt: SampleFilter) -> None:
             + (f" · {r['latency_s']:.2f} s" if r["latency_s"] is not None else "")
             + (f" · strata {r['stratum']}" if r["stratum"] else "")
         )
+        if r.get("reused_from"):
+            st.caption(_reused_text(r["reused_from"]))
     with right:
         st.markdown(f"**outcome** `{r['outcome']}`" + (f" ({r['reason']})" if r["reason"] else ""))
         if r["prompt"]:
@@ -176,6 +179,19 @@ def _item(r: dict[str, Any], flt: SampleFilter) -> None:
                 hide_index=True,
                 key=f"samples-dec-{r['item_id']}-{r['model']}-{r['variant']}-{r['condition']}-{r['control']}",
             )
+
+
+def _reused_text(src: dict[str, Any]) -> str:
+    """Where a reused answer came from: no call was made for it in this run."""
+    by = (
+        f"run {src['run_id']}"
+        if src.get("run_id")
+        else str(src.get("purpose") or "an earlier call")
+    )
+    return (
+        f"reused answer (no call in this run): response {src['response_id']} stored by {by} "
+        f"at {str(src['stored_at'])[:19]}, cost then ${float(src.get('cost_usd') or 0):.4f}"
+    )
 
 
 def _cell(v: Any) -> str:
