@@ -3,8 +3,11 @@ SAME task payloads over HTTP (500 per request), on one real Label Studio server;
 `annotate pull` takes for N annotations. Goal: push <= 1.15x the raw import.
 
 Raw import and push alternate (``--repeats`` rounds) so load from elsewhere on the machine
-hits both alike; each round gives a ratio (push / the raw import just before it) and the
-median of those per-round ratios is the figure (a best-of would flatter a noisy machine).
+hits both alike, and every other round runs push first: each import leaves its tasks on the
+server, which imports a little slower as it fills, so a fixed order would always hand push
+the fuller server. Each round gives a ratio (push / that round's raw import) and the median
+of those per-round ratios is the figure (a best-of would flatter a noisy machine). The
+figures go to the "ls push" section of ``bench/SCALE.md``.
 Items and SIMULATED predictions are written straight into a temporary store (media files are
 not needed: URLs are not fetched).
 
@@ -21,6 +24,7 @@ import time
 from pathlib import Path
 
 import httpx
+from _scale import record, row
 
 from truthline.annotate import label_config, pull, push, values_to_results
 from truthline.annotate._labelconfig import task_data
@@ -146,10 +150,14 @@ def main() -> None:
 
         raws, ours = [], []
         rep = None
-        for r in range(args.repeats):  # alternate, so load from elsewhere hits both alike
+
+        def run_raw(r: int) -> None:
             t_raw = raw_import(server.url, creds.token, project, payload, f"bench raw {r}")
             raws.append(t_raw)
             print(f"raw HTTP import #{r + 1}: {t_raw:7.1f} s  ({n / t_raw:6.0f} tasks/s)")
+
+        def run_push(r: int) -> None:
+            nonlocal rep
             with ws.store.begin() as conn:  # forget earlier pushes: push creates a new project
                 for tb in (tables.exposures, tables.ls_tasks, tables.ls_projects):
                     conn.execute(tb.delete())
@@ -168,10 +176,22 @@ def main() -> None:
             assert rep.created == n and rep.predictions == n
             ours.append(t_ours)
             print(f"truthline push  #{r + 1}: {t_ours:7.1f} s  ({n / t_ours:6.0f} tasks/s)")
+
+        for r in range(args.repeats):  # alternate, so load from elsewhere hits both alike
+            for run in (run_raw, run_push) if r % 2 == 0 else (run_push, run_raw):
+                run(r)
         ratios = [o / r for o, r in zip(ours, raws, strict=True)]
+        ratio = statistics.median(ratios)
         print(
-            f"ratio push / raw: median of {len(ratios)} rounds {statistics.median(ratios):.3f} "
+            f"ratio push / raw: median of {len(ratios)} rounds {ratio:.3f} "
             f"(rounds: {', '.join(f'{x:.3f}' for x in ratios)})  (goal <= 1.15)"
+        )
+        push_row = row(
+            f"annotate push, anchored with predictions (median of {len(ratios)} rounds)",
+            f"{statistics.median(ours):.1f} s",
+            f"{statistics.median(raws):.1f} s raw bulk import, same payloads",
+            ratio=ratio,
+            n=n,
         )
         assert rep is not None
 
@@ -244,6 +264,22 @@ def main() -> None:
         exp1 = sum(p["export_seconds"] for p in pr.projects)
         exp2 = sum(p["export_seconds"] for p in pr2.projects)
         print(f"  of which Label Studio's snapshot export: {exp1:.1f} s and {exp2:.1f} s")
+        pull_row = row(
+            "annotate pull (first / again, nothing to change)",
+            f"{first:.1f} s / {second:.1f} s",
+            f"{exp1:.1f} s / {exp2:.1f} s Label Studio's snapshot export",
+            ratio=first / exp1 if exp1 else None,
+            n=n,
+        )
+        record(
+            "ls push",
+            [push_row, pull_row],
+            note=(
+                f"bench/ls_push.py --tasks {n} --repeats {args.repeats}; push and raw import "
+                "alternate, every other round push first; ratio = median of per-round "
+                "push / raw ratios. Goal: <= 1.15x."
+            ),
+        )
     finally:
         server.stop()
 
