@@ -5,9 +5,10 @@ stratified sample -> 8 JPEG frames per clip, stored as ``frames`` items.
   frames: seeking is slower than decoding on long-GOP H.264 (DEPENDENCIES.md §3).
 * A clip opens when a person is detected with confidence > ``min_conf`` on at least
   ``min_frames`` consecutive sampled frames; it spans the first to the last of them.
-* Frames at 0/14/28/43/57/71/86/100 % of the clip (nearest video frame). The last one is the
-  run's last sampled frame: the sampling pass keeps it (a JPEG in a scratch folder, one per
-  candidate clip), so extraction decodes each clip only up to its 86 % frame.
+* Frames at 0/14/28/43/57/71/86/100 % of the clip (nearest video frame). The first and the
+  last are the run's first and last sampled frames: the sampling pass keeps them (JPEGs in
+  a scratch folder, two per candidate clip), so extraction decodes each clip only from its
+  14 % to its 86 % frame (with ``hold_frames``, also the late ones: ``_mine_hold``).
 * Dedup: per camera, clips starting within ``window_s`` of a group's first clip form a
   group; at most ``keep_per_window`` are kept, chosen for visual diversity — greedy
   farthest-point selection on a 16x16 z-normalized grayscale thumbnail of the sampled
@@ -37,6 +38,7 @@ from sqlalchemy import select
 from truthline.errors import TruthlineError
 from truthline.media import VIDEO_EXTS, file_hash
 from truthline.models import Backend, FrameRef, get_backend
+from truthline.prefill._mine_hold import RunStills, TailHolder, clip_frame
 from truthline.store import Store, now, tables
 
 POSITIONS = (0.0, 0.14, 0.28, 0.43, 0.57, 0.71, 0.86, 1.0)
@@ -62,6 +64,13 @@ class MineConfig:
     """Frame extraction seeks for jumps longer than this, else decodes forward."""
     extract_workers: int = 2
     """Threads decoding independent frame-extraction segments in parallel."""
+    hold_from: float = 0.5
+    """Clip positions from this fraction on are held by the sampling pass (not re-decoded)."""
+    hold_frames: int = 0
+    """Late clip frames the sampling pass may hold per open run (6 MB each at 1080p; 0: off).
+    Off by default: holding retrieves ~4 candidate frames per second of run, which costs
+    about what re-decoding saves on a cheap codec with a 16-frame detector batch (bench/
+    mining.py); worth it (e.g. 24) for costly codecs with a small ``batch``."""
 
 
 @dataclass
@@ -84,8 +93,9 @@ class Sample:
     give none): the anchored arm places boxless pre-annotated workers on them."""
     index: int = -1
     """The video frame this sample is."""
-    still: Path | None = None
-    """This frame as JPEG, kept by the sampling pass when it ends a run (a clip's last frame)."""
+    stills: dict[int, Path] = field(default_factory=dict)
+    """On a run's last sample: frame index -> JPEG of the frames of the run's clip that the
+    sampling pass kept (first, last and late frames)."""
 
 
 @dataclass
@@ -99,8 +109,9 @@ class Clip:
     max_conf: float = 0.0
     group: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
-    still: tuple[int, Path] | None = None
-    """(frame index, JPEG) of the clip's last sampled frame, kept by the sampling pass."""
+    stills: dict[int, Path] = field(default_factory=dict)
+    """Frame index -> JPEG of frames the sampling pass kept (the run's first, last and late
+    frames): extraction need not decode them again."""
 
     @property
     def abs_start(self) -> float:
@@ -112,7 +123,8 @@ class Clip:
 
     def frame_indices(self, positions: Sequence[float] = POSITIONS) -> list[int]:
         last = max(0, self.n_frames - 1) if self.n_frames > 0 else 1 << 62
-        return [min(round(t * self.fps), last) for t in self.frame_times(positions)]
+        s, e = self.start_s, self.end_s
+        return [min(clip_frame(s, e, p, self.fps), last) for p in positions]
 
     @property
     def key(self) -> str:
@@ -169,9 +181,9 @@ def sample_video(
 ) -> tuple[float, int, list[Sample]]:
     """Detect persons at ``sample_fps`` in one sequential pass; ``(fps, frames, samples)``.
 
-    With ``stills`` (a scratch folder), the last sample of every run long enough to be a clip
-    is written there as JPEG: the clip's last frame, which extraction then need not decode
-    again (one frame is held back across detection batches, never more)."""
+    With ``stills`` (a scratch folder), the first and last samples of every run long enough
+    to be a clip, and the frames at its late positions, are written there as JPEG (see
+    ``_mine_hold``): extraction then need not decode them again."""
     import cv2
 
     cap = cv2.VideoCapture(str(info.path))
@@ -184,15 +196,8 @@ def sample_video(
         step = fps / cfg.sample_fps
         samples: list[Sample] = []
         pending: list[tuple[FrameRef, int]] = []
-        run: list[Any] = [0, None]  # length of the open run, (its last sample, that frame)
-
-        def end_run() -> None:
-            if stills is not None and run[0] >= cfg.min_frames and run[1] is not None:
-                last, image = run[1]
-                vid = hashlib.sha256(info.video_id.encode()).hexdigest()[:16]
-                last.still = stills / f"{vid}_{last.index}.jpg"
-                _write_jpeg(last.still, image, cfg)
-            run[0], run[1] = 0, None
+        run = _run_stills(info, cfg, fps, stills)
+        horizon = int(cfg.batch * step) + 2  # frames decoded before the next batch at most
 
         def flush() -> None:
             if not pending:
@@ -207,9 +212,10 @@ def sample_video(
                 sample = Sample(ref.t, conf, n, thumb, boxes, index=index)
                 samples.append(sample)
                 if conf > cfg.min_conf:  # the same rule as find_clips
-                    run[0], run[1] = run[0] + 1, (sample, ref.image)
+                    run.positive(sample, ref.image)
                 else:
-                    end_run()
+                    run.end()
+            run.update(idx, horizon)
             if tick:
                 tick(len(pending))
             pending.clear()
@@ -219,10 +225,14 @@ def sample_video(
         while True:
             if not cap.grab():
                 break
-            if idx == target:
+            hold = run.wants(idx)
+            if idx == target or hold:
                 ok, frame = cap.retrieve()
                 if not ok or frame is None:
                     raise TruthlineError(f"frame {idx} does not decode")
+                if hold:
+                    run.keep(idx, frame)
+            if idx == target:
                 ref = FrameRef(video=info.path.name, t=k / cfg.sample_fps, image=frame)
                 pending.append((ref, idx))
                 if len(pending) >= cfg.batch:
@@ -231,12 +241,29 @@ def sample_video(
                 target = round(k * step)
             idx += 1
         flush()
-        end_run()
+        run.end()
         if idx == 0:
             raise TruthlineError("no decodable frame")
         return fps, idx, samples
     finally:
         cap.release()
+
+
+def _run_stills(info: VideoInfo, cfg: MineConfig, fps: float, stills: Path | None) -> RunStills:
+    """The keeper of the open run's clip frames (nothing kept without a scratch folder; no
+    late frames when ``max_clip_s`` cuts runs into clips of their own)."""
+    vid = hashlib.sha256(info.video_id.encode()).hexdigest()[:16]
+
+    def write(index: int, frame: Any) -> Path:
+        assert stills is not None
+        dest = stills / f"{vid}_{index}.jpg"
+        _write_jpeg(dest, frame, cfg)
+        return dest
+
+    tails = None
+    if stills is not None and not cfg.max_clip_s and cfg.hold_frames > 0:
+        tails = TailHolder(cfg.positions, cfg.hold_from, fps, cfg.sample_fps, cfg.hold_frames)
+    return RunStills(tails, cfg.min_frames if stills is not None else 1 << 62, write)
 
 
 def _percent_boxes(persons: Sequence[Any], image: Any, min_conf: float) -> list[dict[str, float]]:
@@ -290,7 +317,7 @@ def find_clips(
                         # the person boxes nearest the middle: the key frame's, for the
                         # anchored arm (``annotate push`` matches them to the VLM's workers)
                         | ({"person_boxes": near.boxes} if near.boxes else {}),
-                        still=(part[-1].index, part[-1].still) if part[-1].still else None,
+                        stills=run[-1].stills,
                     )
                 )
         run.clear()
@@ -468,8 +495,9 @@ def extract_frames(
     kept: list[tuple[int, int, Path]] = []  # frames the sampling pass already wrote
     for ci, c in enumerate(clips):
         for k, fi in enumerate(c.frame_indices(cfg.positions)):
-            if c.still is not None and c.still[0] == fi and c.still[1].is_file():
-                kept.append((ci, k, c.still[1]))
+            still = c.stills.get(fi)
+            if still is not None and still.is_file():
+                kept.append((ci, k, still))
             else:
                 by_video.setdefault(c.video.path, []).append((fi, ci, k))
     segments: list[tuple[Path, list[tuple[int, int, int]]]] = []
