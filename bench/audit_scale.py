@@ -209,11 +209,18 @@ def scale(resamples: int, million: bool) -> None:
             f"{n:>10,} {items:>7,} {t_load:8.2f} {t_audit:8.2f} {t_audit / t_load:6.2f}x "
             f"{peak / n:7.0f}"
         )
+        _record_scale(runs, resamples, fit_exponent, record, row)  # a partial sweep counts too
     k = fit_exponent([r[0] for r in runs], [r[3] for r in runs])
     k_load = fit_exponent([r[0] for r in runs], [r[2] for r in runs])
     n, _, _, t_audit, _ = runs[-1]
     print(f"cost exponent (CPU ∝ n^k): audit k = {k:.2f}, load k = {k_load:.2f}")
     print(f"projected at 1M decisions: ~{t_audit * (1e6 / n) ** max(k, 1.0):.0f} s (goal < 60 s)")
+
+
+def _record_scale(runs: list, resamples: int, fit_exponent, record, row) -> None:
+    """Write the sizes run so far to bench/SCALE.md (section "audit"): a sweep stopped
+    before 1M still leaves its figures."""
+    k = fit_exponent([r[0] for r in runs], [r[3] for r in runs])
     rows = []
     for n, items, t_load, t_audit, per in runs:
         last = n == runs[-1][0]

@@ -429,6 +429,27 @@ def test_streamed_gold_hash_is_the_json_hash_of_the_snapshot(hand):
     assert res.hash == full
 
 
+def test_chunked_gold_hash_is_the_hash_of_one_encoding(hand, monkeypatch):
+    """Gold rows are JSON-encoded a chunk at a time; with chunks of 2 rows the hash is
+    still ``json_hash`` of the whole snapshot."""
+    from truthline.audit import _gold, load
+    from truthline.store import json_hash
+
+    store, project, _ = hand
+    data = load(store, project)
+    monkeypatch.setattr(_gold, "HASH_CHUNK", 2)
+    res = _gold.decide(data, {})
+    assert len(res.values) > 4
+    rows = [
+        [data.item_keys[g.item], g.path, g.value, g.provenance, sorted(g.sources)]
+        for g in res.values
+    ]
+    full = json_hash(
+        {"project": project.name, "policy": res.policy.as_dict(), "values": sorted(rows)}
+    )
+    assert res.hash == full
+
+
 def test_gradient_and_signals_are_typed_and_their_json_is_unchanged(hand):
     """The provenance gradient and the exclusion signals cross into the CLI, dashboards,
     reports and demo as frozen dataclasses; their JSON keeps the keys, in the order

@@ -10,6 +10,8 @@ worker. All comparisons go through the leaf field type's ``agree``.
 
 from __future__ import annotations
 
+import json
+import numbers
 import re
 import sys
 from collections import Counter, defaultdict
@@ -18,7 +20,7 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from sqlalchemy import func, select
+from sqlalchemy import Text, func, select, type_coerce
 
 from truthline.fields import EntityList, FieldType, Number
 from truthline.project import ItemLayer, Project, in_layer, item_layer, layer_check
@@ -55,11 +57,14 @@ def flatten(ft: FieldType, value: Any, frame: Any = None) -> dict[str, Any]:
         pairs = ft.align(ents, ref)
     out: dict[str, Any] = {}
     ids: list[str] = []
+    key, parent = ft.spec.key, ft.path
+    names = [n for n in ft.subfields if n != key]  # looked up once per value, not per entity
+    own = bool(key) or ref is ents
     for i, j in pairs:
         if i is None:
             continue
         ent = ents[i]
-        if ft.spec.key or ref is ents:
+        if own:
             eid = ft.entity_id(ent, i)
         elif j is None:
             eid = f"+{ft.entity_id(ent, i)}"
@@ -67,12 +72,14 @@ def flatten(ft: FieldType, value: Any, frame: Any = None) -> dict[str, Any]:
             eid = ft.entity_id(ref[j], j)
         eid = _small(eid)
         ids.append(eid)
-        for name in ft.subfields:
-            if name == ft.spec.key:
-                continue
-            out[_path(ft.path, eid, name)] = _small(ent.get(name))
-    out[ft.path] = sorted(ids)
+        for name in names:
+            x = ent.get(name)
+            out[_path(parent, eid, name)] = _intern(x) if type(x) is str and len(x) <= 64 else x
+    out[parent] = sorted(ids)
     return out
+
+
+_intern = sys.intern
 
 
 @lru_cache(maxsize=1 << 16)
@@ -89,12 +96,16 @@ def _small(x: Any) -> Any:
 
 def flatten_values(project: Project, values: dict[str, Any], frame: dict[str, Any]) -> dict:
     """Flatten every top-level field of one annotation/prediction (``frame`` per field)."""
+    types = project.field_types  # a model attribute: looked up once, not once per field
     out: dict[str, Any] = {}
     for name, val in values.items():
-        ft = project.field_types.get(name)
+        ft = types.get(name)
         if ft is None:
             continue
-        out.update(flatten(ft, val, frame.get(name)))
+        if isinstance(ft, EntityList):
+            out.update(flatten(ft, val, frame.get(name)))
+        else:  # a scalar field: one decision, as ``flatten`` gives it
+            out[ft.path] = _small(val)
     return out
 
 
@@ -152,6 +163,9 @@ class AuditData:
     flattening, so they enter neither gold nor agreement (counted, never silently lost)."""
     layer_missing: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Annotation source id -> the required per-entity values it lacks (schema-invalid)."""
+    memo: dict[str, Any] = field(default_factory=dict)
+    """Per-decision results that do not depend on who is excluded, computed once for the
+    before and after of an exclusion (e.g. the gradient's prediction agreement)."""
 
     @property
     def annotators(self) -> list[str]:
@@ -209,15 +223,45 @@ def _hashable(x: Any) -> Any:
     return x
 
 
-def _agree(ft: FieldType, x: Any, y: Any) -> float:
-    if x is None or y is None:
-        return np.nan
-    return 1.0 if ft.agree(x, y) else 0.0
+_UNSET = object()
 
 
-def _group(rows: Any) -> Any:
+class JsonValues:
+    """JSON text of stored values -> Python values, as the JSON column decodes them
+    (``json.loads``). Why: the same labels and counts recur on every item, so a short text
+    of an immutable value (string, number, bool, null) is decoded once; lists and dicts
+    are decoded afresh every time, so no two annotations share a mutable value."""
+
+    MAX_TEXT = 64
+    MAX_ENTRIES = 1 << 16
+
+    def __init__(self) -> None:
+        self.memo: dict[str, Any] = {}
+
+    def __call__(self, text: Any) -> Any:
+        if text is None:
+            return None
+        if not isinstance(text, str):
+            # SQLite keeps a JSON number as a number (NUMERIC affinity), as SQLAlchemy's
+            # SQLite JSON type lets through
+            return text if isinstance(text, numbers.Number) else json.loads(text)
+        v = self.memo.get(text, _UNSET)
+        if v is not _UNSET:
+            return v
+        v = json.loads(text)
+        if (
+            len(text) <= self.MAX_TEXT
+            and (v is None or isinstance(v, str | int | float))
+            and len(self.memo) < self.MAX_ENTRIES
+        ):
+            self.memo[text] = v
+        return v
+
+
+def _group(rows: Any, decode: JsonValues | None = None) -> Any:
     """Annotation rows (ordered by source_id, id) -> one dict per annotation, as soon as its
-    last row is read, so only one annotation's raw JSON values are alive at a time."""
+    last row is read, so only one annotation's raw JSON values are alive at a time.
+    ``decode``: the rows carry the value's JSON text (``_annotation_rows(raw=True)``)."""
     g: dict[str, Any] | None = None
     for r in rows:
         if g is None or g["sid"] != r.source_id:
@@ -240,7 +284,7 @@ def _group(rows: Any) -> Any:
         if r.skipped:
             g["skipped"].add(r.field_path)
         else:
-            g["values"][r.field_path] = r.value
+            g["values"][r.field_path] = r.value if decode is None else decode(r.value)
         if g["lead"] is None and r.lead_time is not None:
             g["lead"] = r.lead_time
     if g is not None:
@@ -265,7 +309,11 @@ def load(store: Store, project: Project, *, model_version: str | None = None) ->
         ).all()
         layers = _item_layers(conn, project)
         model_version, pred_id, raw_pred = _prefill(conn, name, model_version)
-        tier2 = list(_group(conn.execute(_annotation_rows(name, tier2=True))))
+        # SQLite hands JSON over as text: decoded here, each short label once (JsonValues);
+        # other drivers decode JSON themselves
+        raw = conn.dialect.name == "sqlite"
+        decode = JsonValues() if raw else None
+        tier2 = list(_group(conn.execute(_annotation_rows(name, tier2=True, raw=raw)), decode))
         tier2.sort(key=lambda g: g["first"])
         frames = _frames(raw_pred, tier2)
         pred = {
@@ -277,8 +325,10 @@ def load(store: Store, project: Project, *, model_version: str | None = None) ->
         for g in tier2:
             reader.add_tier2(g)
         del tier2
-        rows = conn.execute(_annotation_rows(name, tier2=False).execution_options(yield_per=2000))
-        for g in _group(rows):
+        rows = conn.execute(
+            _annotation_rows(name, tier2=False, raw=raw).execution_options(yield_per=2000)
+        )
+        for g in _group(rows, decode):
             reader.add(g)
         frames.clear()
         excl, arms, weights = _item_context(conn, name)
@@ -327,10 +377,11 @@ def _live(name: str) -> tuple[Any, ...]:
     return (a_t.c.project == name, a_t.c.deleted_at.is_(None))
 
 
-def _annotation_rows(name: str, *, tier2: bool) -> Any:
+def _annotation_rows(name: str, *, tier2: bool, raw: bool = False) -> Any:
     """Live annotation rows of tier 2 (or of every other tier), grouped-ready: ordered by
-    source_id, then row id."""
+    source_id, then row id. ``raw``: the value as its stored JSON text."""
     a_t = tables.annotations
+    value = type_coerce(a_t.c.value, Text).label("value") if raw else a_t.c.value
     cols = (
         a_t.c.id,
         a_t.c.source_id,
@@ -339,7 +390,7 @@ def _annotation_rows(name: str, *, tier2: bool) -> Any:
         a_t.c.annotator,
         a_t.c.arm,
         a_t.c.tier,
-        a_t.c.value,
+        value,
         a_t.c.skipped,
         a_t.c.lead_time,
         a_t.c.shown_prediction_id,
@@ -521,42 +572,70 @@ def _decisions(data: AuditData) -> tuple[dict[str, np.ndarray], CodeTable]:
     flts = {k: np.empty(n, dtype=float) for k in ("hv", "he", "ve")}
     objs = {k: np.empty(n, dtype=object) for k in ("path", "field", "annotator", "arm")}
     objs |= {k: np.full(n, None, dtype=object) for k in ("h", "v", "e")}
-    i = 0
-    for ann_idx, a in tier1:
-        v_all = data.pred.get(a.item, {})
-        e_all = data.expert.get(a.item, {})
-        unit = data.item_index[a.item]
-        for path, h in a.values.items():
-            leaf = leaf_of(path)
-            if leaf not in audited or h is None:
-                continue
-            ft = fts[leaf]
-            v = v_all.get(path)
-            e = e_all.get(path)
-            ints["ann"][i], ints["unit"][i], ints["item"][i] = ann_idx, unit, a.item
-            objs["path"][i], objs["field"][i] = path, leaf
-            objs["annotator"][i], objs["arm"][i] = a.annotator, a.arm
-            flts["hv"][i] = _agree(ft, h, v)
-            flts["he"][i] = _agree(ft, h, e)
-            flts["ve"][i] = _agree(ft, v, e)
-            objs["h"][i], objs["v"][i], objs["e"][i] = h, v, e
-            i += 1
+    _fill(data, tier1, audited, fts, ints, flts, objs)
     # category codes per (field, value) for kappa, computed once (prefill values first)
     cats: dict[Any, int] = {}
     xs: list[float] = []
     for src, dst in (("v", "vc"), ("h", "hc")):
-        out_codes = ints[dst]
-        for k, (f, x) in enumerate(zip(objs["field"], objs[src], strict=True)):
-            if x is None:
-                out_codes[k] = -1
-                continue
-            key = (f, _hashable(x))
-            code = cats.get(key)
-            if code is None:
-                code = cats[key] = len(cats)
-                xs.append(_number(x))
-            out_codes[k] = code
+        ints[dst][:] = _codes(objs["field"], objs[src], cats, xs)
     return {**ints, **flts, **objs}, _code_table(data.fields, fts, cats, xs)
+
+
+def _fill(
+    data: AuditData,
+    tier1: list[tuple[int, Annotation]],
+    audited: set[str],
+    fts: dict[str, FieldType],
+    ints: dict[str, np.ndarray],
+    flts: dict[str, np.ndarray],
+    objs: dict[str, np.ndarray],
+) -> None:
+    """Write each decision's columns in place; an annotation's own columns (its index,
+    item, annotator, arm) as one slice per annotation, not one cell per decision."""
+    path_c, field_c, h_c, v_c, e_c = (objs[k] for k in ("path", "field", "h", "v", "e"))
+    hv_c, he_c, ve_c = flts["hv"], flts["he"], flts["ve"]
+    nan = np.nan
+    i = 0
+    for ann_idx, a in tier1:
+        v_all = data.pred.get(a.item, {})
+        e_all = data.expert.get(a.item, {})
+        j = i
+        for path, h in a.values.items():
+            leaf = leaf_of(path)
+            if h is None or leaf not in audited:
+                continue
+            agree = fts[leaf].agree
+            v = v_all.get(path)
+            e = e_all.get(path)
+            path_c[j], field_c[j] = path, leaf
+            hv_c[j] = nan if v is None else (1.0 if agree(h, v) else 0.0)
+            he_c[j] = nan if e is None else (1.0 if agree(h, e) else 0.0)
+            ve_c[j] = nan if v is None or e is None else (1.0 if agree(v, e) else 0.0)
+            h_c[j], v_c[j], e_c[j] = h, v, e
+            j += 1
+        if j > i:
+            ints["ann"][i:j], ints["item"][i:j] = ann_idx, a.item
+            ints["unit"][i:j] = data.item_index[a.item]
+            objs["annotator"][i:j], objs["arm"][i:j] = a.annotator, a.arm
+        i = j
+
+
+def _codes(fields: np.ndarray, values: np.ndarray, cats: dict[Any, int], xs: list[float]) -> list:
+    """Kappa category code per decision (-1 for None), new (field, value) pairs numbered in
+    order of first appearance into ``cats`` (their number into ``xs``). Scalars are their
+    own key (``_hashable`` of one is itself); only lists and dicts are converted."""
+    out = []
+    for f, x in zip(fields, values, strict=True):
+        if x is None:
+            out.append(-1)
+            continue
+        key = (f, x) if isinstance(x, str | int | float) else (f, _hashable(x))
+        code = cats.get(key)
+        if code is None:
+            code = cats[key] = len(cats)
+            xs.append(_number(x))
+        out.append(code)
+    return out
 
 
 def _number(x: Any) -> float:

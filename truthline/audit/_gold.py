@@ -172,26 +172,55 @@ def _cancelled(a: Annotation) -> bool:
     return bool(a.skipped) and all(v is None for v in a.values.values())
 
 
-def _schema_invalid(data: AuditData, a: Annotation) -> bool:
+def _schema_invalid(
+    data: AuditData, a: Annotation, memo: dict[tuple[Any, ...], bool] | None = None
+) -> bool:
     """A submitted annotation the project's schema rejects: nothing could be read (stored
     without values, nothing skipped), a value its field type refuses, or a required
-    field left empty."""
+    field left empty. ``memo``: (leaf, type, value) -> refused, shared across annotations (the
+    same labels recur on every item; a field type's verdict on a value never changes)."""
     if not a.skipped and all(v is None for v in a.values.values()):
         return True
     if a.source_id in data.layer_missing:  # its item's layer requires per-entity values
         return True
+    memo = {} if memo is None else memo
     for path, v in a.values.items():
-        ft = _field(data, leaf_of(path))
-        if v is None or isinstance(ft, EntityList):
+        if v is None:
             continue
         try:
-            ft.normalize(v)
-        except (FieldValueError, TypeError, ValueError):
+            key = (leaf_of(path), type(v), v)
+            bad = memo.get(key)
+        except TypeError:  # an unhashable value (a list): not memoized
+            key, bad = None, None
+        if bad is None:
+            bad = _refused(data, path, v)
+            if key is not None:
+                memo[key] = bad
+        if bad:
             return True
     return any(
         ft.spec.required and name not in a.skipped and a.values.get(name) is None
-        for name, ft in data.project.field_types.items()
+        for name, ft in _required(data)
     )
+
+
+def _refused(data: AuditData, path: str, v: Any) -> bool:
+    """Whether the field type of ``path`` refuses ``v`` (entity lists are checked per
+    subfield, so the list itself is never refused here)."""
+    ft = _field(data, leaf_of(path))
+    if isinstance(ft, EntityList):
+        return False
+    try:
+        ft.normalize(v)
+    except (FieldValueError, TypeError, ValueError):
+        return True
+    return False
+
+
+def _required(data: AuditData) -> list[tuple[str, Any]]:
+    """Top-level fields that must be answered (read once: ``field_types`` is a model
+    attribute, slow to look up per annotation)."""
+    return [(n, ft) for n, ft in data.project.field_types.items() if ft.spec.required]
 
 
 def unusable_items(data: AuditData, excluded: dict[str, str] | set[str]) -> dict[int, str]:
@@ -203,11 +232,12 @@ def unusable_items(data: AuditData, excluded: dict[str, str] | set[str]) -> dict
         if a.tier == 1 and a.arm not in REVIEW_ARMS and a.annotator not in excluded:
             per[a.item].append(a)
     out: dict[int, str] = {}
+    memo: dict[tuple[Any, ...], bool] = {}
     for item, anns in per.items():
         done = [a for a in anns if not _cancelled(a)]
         if any(a.flagged for a in anns):
             out[item] = "flagged"
-        elif any(_schema_invalid(data, a) for a in done):
+        elif any(_schema_invalid(data, a, memo) for a in done):
             out[item] = "schema_invalid"
         elif not done:
             out[item] = "abandoned"
@@ -277,13 +307,13 @@ def decide(
         for path in paths:
             if path in done or leaf_of(path) not in paths_ok:
                 continue
-            vals = [(a.annotator, a.values[path]) for a in group if a.values.get(path) is not None]
+            vals = [(a.annotator, x) for a in group if (x := a.values.get(path)) is not None]
             first = vals[0][1]
-            if not all(_same(data, path, first, x) for _, x in vals[1:]):
+            if len(vals) > 1 and not all(_same(data, path, first, x) for _, x in vals[1:]):
                 shown = ", ".join(f"{n}={x!r}" for n, x in vals)
                 pending.append(Pending(item, "adjudication", path, f"{arm} disagreement: {shown}"))
                 continue
-            names = shared(tuple(n for n, _ in vals))
+            names = shared(tuple([n for n, _ in vals]))
             if arm == "blind":
                 if len(vals) < 2 and policy.single_blind == "adjudicate":
                     pending.append(Pending(item, "adjudication", path, "single blind annotation"))
@@ -330,13 +360,25 @@ def _gold_hash(data: AuditData, policy: GoldPolicy, values: list[GoldValue]) -> 
         '"values": ['.encode()
     )
     keys = data.item_keys
-    order = sorted(range(len(values)), key=lambda k: (keys[values[k].item], values[k].path))
-    for n, k in enumerate(order):
-        g = values[k]
-        row = [keys[g.item], g.path, g.value, g.provenance, sorted(g.sources)]
-        h.update(((", " if n else "") + dump(row)).encode())
+    order = sorted(range(len(values)), key=[(keys[g.item], g.path) for g in values].__getitem__)
+    # rows are encoded HASH_CHUNK at a time: a list's JSON is its rows' JSON joined by ", "
+    encode = json.JSONEncoder(sort_keys=True, default=str).encode
+    srt: dict[tuple[str, ...], list[str]] = {}
+    for lo in range(0, len(order), HASH_CHUNK):
+        rows = []
+        for k in order[lo : lo + HASH_CHUNK]:
+            g = values[k]
+            src = srt.get(g.sources)
+            if src is None:
+                src = srt[g.sources] = sorted(g.sources)
+            rows.append([keys[g.item], g.path, g.value, g.provenance, src])
+        h.update(((", " if lo else "") + encode(rows)[1:-1]).encode())
     h.update(b"]}")
     return h.hexdigest()
+
+
+HASH_CHUNK = 4096
+"""Gold rows JSON-encoded at a time by ``_gold_hash`` (bounded text, few encoder calls)."""
 
 
 def insert_snapshot(

@@ -448,19 +448,32 @@ def residual_risk(c: Ctx, harmful: Est) -> dict[str, Any]:
     }
 
 
+def _pred_agreement(c: Ctx, pred: dict[int, dict[str, Any]]) -> np.ndarray:
+    """Per decision, whether ``pred`` agrees with the annotator's value (NaN: no prediction).
+    Who is excluded does not change it: computed once per set of predictions."""
+    memo = c.data.memo.get("pred_agreement")
+    if memo is not None and memo[0] is pred:
+        return memo[1]
+    d = c.d
+    p_ag = np.full(len(d["unit"]), np.nan)
+    items, paths, leaves, hs = d["item"], d["path"], d["field"], d["h"]
+    none: dict[str, Any] = {}
+    for k, (item, path, leaf, h) in enumerate(zip(items.tolist(), paths, leaves, hs, strict=True)):
+        p = pred.get(item, none).get(path)
+        if p is not None:
+            p_ag[k] = 1.0 if c.fts[leaf].agree(p, h) else 0.0
+    c.data.memo["pred_agreement"] = (pred, p_ag)
+    return p_ag
+
+
 def gradient(
     c: Ctx, pred: dict[int, dict[str, Any]], kept: list[GoldValue], label: str | None
 ) -> dict[str, Any]:
     """One set of predictions scored against blind labels, anchored labels and
     VLM-sourced gold (decisions on the audited fields)."""
-    d = c.d
     fields = set(c.data.fields)
-    p_ag = np.full(len(d["unit"]), np.nan)
-    items, paths, leaves, hs = d["item"], d["path"], d["field"], d["h"]
-    for k in np.flatnonzero(c.keep):
-        p = pred.get(int(items[k]), {}).get(paths[k])
-        if p is not None:
-            p_ag[k] = 1.0 if c.fts[leaves[k]].agree(p, hs[k]) else 0.0
+    p_ag = _pred_agreement(c, pred).copy()
+    p_ag[~c.keep] = np.nan
     has = ~np.isnan(p_ag)
     hit = p_ag == 1
     units, agr = [], []

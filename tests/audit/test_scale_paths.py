@@ -1,0 +1,93 @@
+"""The audit's fast paths at scale (issue 28) give the numbers of the plain ones, exactly:
+single-precision bootstrap products, queued kappas and the JSON decoder of annotation
+values (the chunked gold hash: test_hand.py)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from truthline.audit._boot import EXACT32, Boot
+from truthline.audit._data import JsonValues
+
+
+def _boot(n: int = 40, resamples: int = 300) -> Boot:
+    return Boot([f"c{i // 2}" for i in range(n)], resamples, seed=3)
+
+
+def test_float32_products_equal_the_float64_product_bit_for_bit():
+    """Whole-number sums run in float32 and fractional ones in float64, column by column;
+    either way ``_times`` is exactly ``W @ M`` in float64."""
+    boot = _boot()
+    rng = np.random.default_rng(0)
+    counts = rng.integers(0, 50, size=(boot.nc, 6)).astype(float)
+    times = rng.random((boot.nc, 3)) * 17.3  # e.g. lead times: not whole numbers
+    for M in (counts, times, np.hstack([counts[:, :2], times, counts[:, 2:]])):
+        want = boot.W.astype(np.float64) @ M
+        assert np.array_equal(boot._times(M), want)
+    cols = np.arange(0, boot.nc, 3)
+    want = boot.W[:, cols].astype(np.float64) @ counts[cols]
+    assert np.array_equal(boot._times(counts[cols], cols), want)
+
+
+def test_float32_is_refused_where_a_sum_could_lose_a_unit():
+    """A column whose largest weighted sum could reach 2**24 stays in float64."""
+    boot = _boot()
+    M = np.ones((boot.nc, 3))
+    M[:, 1] = EXACT32  # whole numbers, but far too large for float32
+    M[:, 2] = 0.5
+    assert boot._exact32(M).tolist() == [True, False, False]
+    assert np.array_equal(boot._times(M), boot.W.astype(np.float64) @ M)
+
+
+def test_queued_kappa_equals_the_kappa_of_its_own_product():
+    """A dense kappa is queued with the ratios and evaluated in one product over every
+    cluster; its replicates equal those of the product over its own clusters."""
+    from truthline.stats import kappa_from_sums
+
+    boot = _boot(60)
+    rng = np.random.default_rng(1)
+    units = np.sort(rng.integers(0, 30, size=200))  # covers only some of the clusters
+    a = rng.integers(0, 3, size=200)
+    b = np.where(rng.random(200) < 0.7, a, rng.integers(0, 3, size=200))
+    agree = (a == b).astype(float)
+    est = boot.kappa(units, agree, a, b)
+    ratio = boot.rate(units, agree)  # queued beside it
+    assert est._boot is None and ratio._boot is None
+    # the direct computation: per covered cluster sums, times W on those clusters only
+    ucl, pos = np.unique(boot.cluster_of[units], return_inverse=True)
+    k = 3
+    F = np.zeros((len(ucl), 2 + 2 * k))
+    np.add.at(F, (pos, 0), agree)
+    np.add.at(F, (pos, 1), 1.0)
+    np.add.at(F, (pos, 2 + a), 1.0)
+    np.add.at(F, (pos, 2 + k + b), 1.0)
+    want = kappa_from_sums(boot.W[:, ucl].astype(np.float64) @ F, k)
+    assert np.array_equal(est.boot, np.asarray(want, dtype=float), equal_nan=True)
+    assert ratio._boot is not None  # the same flush filled it
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['"carry"', "3", "2.5", "true", "null", '["a", "b"]', '{"x": [1]}', '"' + "x" * 100 + '"'],
+)
+def test_json_values_decode_as_json_loads(text):
+    dec = JsonValues()
+    assert dec(text) == json.loads(text)
+    assert dec(text) == json.loads(text)  # a memoized text too
+
+
+def test_json_values_never_share_a_mutable_value():
+    """Two annotations with the same list get two lists: editing one leaves the other."""
+    dec = JsonValues()
+    x, y = dec('["a"]'), dec('["a"]')
+    assert x == y and x is not y
+    assert dec('"carry"') is dec('"carry"')  # immutable labels are decoded once
+
+
+def test_json_values_pass_numbers_through():
+    """SQLite keeps a JSON number in a JSON column as a number (NUMERIC affinity)."""
+    dec = JsonValues()
+    assert dec(7) == 7 and dec(1.5) == 1.5 and dec(None) is None
