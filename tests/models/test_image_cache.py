@@ -65,7 +65,7 @@ POLICIES = [{}, {"max_side": 64}, {"max_side": 64, "jpeg_quality": 40}, {"max_si
 def test_cached_bytes_equal_a_fresh_encode(tmp_path, policy):
     img = write_png(tmp_path / "a.png", 1)
     ref = reference_encode(img, policy)
-    cache = ImageCache(tmp_path / "cache")
+    cache = ImageCache(tmp_path / "cache", min_encode_s=0)
     assert encode_image(img, policy) == ref
     assert from_url(cache.data_url(img, policy)) == ref  # encoded
     assert from_url(cache.data_url(img, policy)) == ref  # memory
@@ -84,7 +84,7 @@ def _pil(jpeg: bytes):
 
 def test_a_changed_file_or_policy_misses(tmp_path):
     img = write_png(tmp_path / "a.png", 1)
-    cache = ImageCache(tmp_path / "cache")
+    cache = ImageCache(tmp_path / "cache", min_encode_s=0)
     first = cache.jpeg(img, {"max_side": 64})
     write_png(img, 2)  # same path and size, other pixels
     os.utime(img, ns=(1, 1))
@@ -105,7 +105,7 @@ def test_a_changed_file_or_policy_misses(tmp_path):
 def test_disk_entries_are_private_verified_and_rewritten_when_torn(tmp_path):
     img = write_png(tmp_path / "a.png", 3)
     folder = tmp_path / "cache"
-    cache = ImageCache(folder)
+    cache = ImageCache(folder, min_encode_s=0)
     ref = cache.jpeg(img, {})
     (entry,) = folder.rglob("*.jpg")
     assert stat.S_IMODE(entry.stat().st_mode) == 0o600
@@ -125,7 +125,7 @@ def test_the_disk_cache_is_bounded_and_clearable(tmp_path):
     folder = tmp_path / "cache"
     imgs = [write_png(tmp_path / f"{i}.png", i) for i in range(8)]
     one = len(encode_image(imgs[0], {})) + 32
-    cache = ImageCache(folder, max_disk_bytes=3 * one)
+    cache = ImageCache(folder, max_disk_bytes=3 * one, min_encode_s=0)
     for i, img in enumerate(imgs):
         cache.jpeg(img, {})
         os.utime(next(folder.rglob(f"*{_sha(img)}*")), (i, i))  # a clear order of use
@@ -151,7 +151,7 @@ def test_a_cache_folder_deleted_during_a_run_is_made_again(tmp_path):
     import shutil
 
     folder = tmp_path / "cache"
-    cache = ImageCache(folder)
+    cache = ImageCache(folder, min_encode_s=0)
     img = write_png(tmp_path / "a.png", 1)
     ref = cache.jpeg(img, {})
     shutil.rmtree(folder)  # by hand, while the process runs
@@ -182,9 +182,21 @@ def test_cache_folder_is_the_workspace(tmp_path, store, monkeypatch):
     assert default_image_cache_dir(Remote()) == tmp_path / "ws" / "image-cache"
 
 
+def test_an_image_cheaper_to_encode_than_to_keep_stays_in_memory_only(tmp_path):
+    folder = tmp_path / "cache"
+    img = write_png(tmp_path / "a.png", 4)
+    cache = ImageCache(folder, min_encode_s=60.0)  # no encode takes a minute
+    ref = cache.jpeg(img, {})
+    assert ref == reference_encode(img, {}) and not list(folder.rglob("*.jpg"))
+    assert cache.jpeg(img, {}) == ref and cache.stats == {"memory": 1, "disk": 0, "encoded": 1}
+
+
 def test_the_openai_backend_sends_cached_bytes_and_keeps_them_in_the_workspace(
-    tmp_path, tiny, store
+    tmp_path, tiny, store, monkeypatch
 ):
+    from truthline.models import _image_cache
+
+    monkeypatch.setattr(_image_cache, "DISK_MIN_ENCODE_S", 0.0)  # these test images are small
     imgs = [write_png(tmp_path / f"{i}.png", 10 + i, (300, 200, 3)) for i in range(3)]
     policy = {"max_side": 128, "jpeg_quality": 70}
     sent: list[str] = []
