@@ -511,7 +511,8 @@ def plot_by_condition(t: Mapping[str, Any], path: Path) -> Any:
 
     from truthline.report import Figure
 
-    conds = [c for c in CONDITIONS if any(r["condition"] == c for r in t["by_condition"])]
+    seen = {r["condition"] for r in t["by_condition"]}  # the paper's order, then any other
+    conds = [c for c in CONDITIONS if c in seen] + sorted(seen - set(CONDITIONS), key=str)
     fig, axes = plt.subplots(1, max(1, len(conds)), figsize=(3.2 * max(1, len(conds)), 3.4),
                              sharey=True, squeeze=False)  # fmt: skip
     dists = list(t["distances"])
@@ -526,7 +527,8 @@ def plot_by_condition(t: Mapping[str, Any], path: Path) -> Any:
         ax.set_xlabel("distance (m)")
         ax.set_ylim(0, 1.02)
     axes[0][0].set_ylabel("presence accuracy")
-    axes[0][-1].legend(fontsize=6)
+    if axes[0][-1].get_legend_handles_labels()[0]:  # no legend on a panel without lines
+        axes[0][-1].legend(fontsize=6)
     return Figure.from_matplotlib(
         fig, path.stem, save_to=path, href=f"{path.parent.name}/{path.name}"
     )
