@@ -91,3 +91,37 @@ def test_json_values_pass_numbers_through():
     """SQLite keeps a JSON number in a JSON column as a number (NUMERIC affinity)."""
     dec = JsonValues()
     assert dec(7) == 7 and dec(1.5) == 1.5 and dec(None) is None
+
+
+def test_the_collector_is_paused_during_an_audit_and_restored_after(tmp_path):
+    """run_audit turns the cyclic collector off while it runs and back on after, also when
+    it fails, and leaves it off when it was off."""
+    import gc
+
+    from truthline.audit import _audit
+    from truthline.audit._audit import _collector_paused
+    from truthline.errors import TruthlineError
+    from truthline.project import load_project
+    from truthline.store import Store
+    from truthline.workspace import templates_dir
+
+    assert gc.isenabled()
+    seen: list[bool] = []
+    with _collector_paused():
+        with _collector_paused():  # a second audit at the same time
+            seen.append(gc.isenabled())
+        seen.append(gc.isenabled())
+    assert seen == [False, False] and gc.isenabled()
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    project = load_project(templates_dir() / "steel-safety")
+    with pytest.raises(TruthlineError, match="no annotations"):
+        _audit.run_audit(store, project)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with _collector_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    store.close()

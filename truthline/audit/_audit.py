@@ -6,6 +6,10 @@ The CLI, the reports and the dashboards all call this one function and read its
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -214,6 +218,30 @@ def default_gradient_model(versions: list[str], shown: str | None) -> str | None
     return next((v for v in sorted(versions) if v.startswith(f"{shown}{RERUN_MARK}")), shown)
 
 
+_GC_LOCK = threading.Lock()
+_GC_HOLDERS = [0, False]  # audits running, whether the collector was on before the first
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while an audit runs. An audit builds millions of
+    acyclic objects (refcounting frees them); the collector's generation scans over them grew
+    faster than n (0.2 s to 2.4 s in ``decide`` for 4x the decisions). Results are the same;
+    concurrent audits (dashboard sessions) restore it when the last one ends."""
+    with _GC_LOCK:
+        if _GC_HOLDERS[0] == 0:
+            _GC_HOLDERS[1] = gc.isenabled()
+            gc.disable()
+        _GC_HOLDERS[0] += 1
+    try:
+        yield
+    finally:
+        with _GC_LOCK:
+            _GC_HOLDERS[0] -= 1
+            if _GC_HOLDERS[0] == 0 and _GC_HOLDERS[1]:
+                gc.enable()
+
+
 def run_audit(
     store: Store,
     project: Project,
@@ -231,6 +259,19 @@ def run_audit(
     ``default_gradient_model``, a re-run of ``v`` when stored, else ``v`` with a warning that
     the VLM-sourced slice is then self-referential).
     """
+    with _collector_paused():
+        return _run_audit(store, project, resamples, seed, model_version, gradient_model, policy)
+
+
+def _run_audit(
+    store: Store,
+    project: Project,
+    resamples: int | None,
+    seed: int | None,
+    model_version: str | None,
+    gradient_model: str | None,
+    policy: GoldPolicy | None,
+) -> AuditResult:
     B = project.audit.resamples if resamples is None else resamples
     sd = project.audit.seed if seed is None else seed
     policy = policy or GoldPolicy()

@@ -17,6 +17,7 @@ interval (``stats.proportion_ci``): a rate of 0 or 1 never gets a zero-width int
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -61,6 +62,25 @@ queue would otherwise hold every statistic of the audit at once."""
 EXACT32 = 2**24
 """Integer sums below this are exact in float32: such products run in single precision
 (twice the speed, half the widened matrix) and give the float64 result bit for bit."""
+
+BLAS_THREADS = 1
+"""Threads of the resample products. Why one: the audit runs on 2 shared cores, where
+OpenBLAS's threads contend; at 14k clusters one (142 x 14,000) @ (14,000 x 142) product
+took 12x the CPU of a single thread, and the audit's CPU grew as n^1.3 from 100k to 400k
+decisions (issue 28). Only the exact float32 products (``_exact32``: whole numbers, every
+partial sum exact) run on it: their numbers do not depend on the order of the sums; a
+float64 product's last bits do, so those keep BLAS's default."""
+
+
+def _blas_threads() -> contextlib.AbstractContextManager[object]:
+    """``BLAS_THREADS`` for the products, through threadpoolctl where it is installed
+    (without it, BLAS keeps its own default)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - an install without threadpoolctl
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=BLAS_THREADS, user_api="blas")
+
 
 DENSE_KAPPA_COLUMNS = 64
 """A kappa's per-cluster sums with at most this many columns (2 + 2 x categories) are
@@ -242,14 +262,15 @@ class Boot:
 
     def _product(self, M: Any, cols: np.ndarray | None, dtype: Any) -> np.ndarray:
         """``W @ M`` in ``dtype``, widening W in row chunks of ~2 M cells: memory stays at
-        one byte per cell of W."""
+        one byte per cell of W. Exact float32 products run on ``BLAS_THREADS``."""
         width = self.nc if cols is None else len(cols)
         out = np.empty((self.resamples, M.shape[1]))
         step = max(1, WIDEN_CELLS // max(width, 1))
-        for lo in range(0, self.resamples, step):
-            rows = self.W[lo : lo + step]
-            Wf = (rows if cols is None else rows[:, cols]).astype(dtype)
-            out[lo : lo + step] = Wf @ M
+        with _blas_threads() if dtype is np.float32 else contextlib.nullcontext():
+            for lo in range(0, self.resamples, step):
+                rows = self.W[lo : lo + step]
+                Wf = (rows if cols is None else rows[:, cols]).astype(dtype)
+                out[lo : lo + step] = Wf @ M
         return out
 
     def _agg(self, vec: np.ndarray) -> np.ndarray:
