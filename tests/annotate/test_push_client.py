@@ -94,3 +94,10 @@ def test_upsert_exposures_reads_per_chunk_and_skips_logged(
     with ws.store.begin() as conn:
         _upsert_exposures(conn, batch, now())
         assert len(conn.execute(select(e.c.id)).all()) == len(batch)
+
+
+def test_media_url_quotes_exactly_as_quote_does() -> None:
+    from urllib.parse import quote
+
+    for rel in ["f_0.jpg", "sub/x-y.~1.png", "a b.jpg", "ü.jpg", "100%.jpg", "q?#.jpg", "./n.jpg"]:
+        assert media_url("http://h:1/", rel) == "http://h:1/" + quote(rel)

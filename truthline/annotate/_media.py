@@ -31,6 +31,7 @@ import email.utils
 import mimetypes
 import os
 import posixpath
+import re
 import stat
 import threading
 import time
@@ -52,8 +53,14 @@ READ_TIMEOUT = 30.0
 READ_TIMEOUT_ENV = "TRUTHLINE_MEDIA_READ_TIMEOUT"
 
 
+_URL_SAFE = re.compile(r"[A-Za-z0-9_.~/-]*")
+"""Characters ``urllib.parse.quote`` leaves as they are: such a path is its own URL path
+(quoting every frame of every task was a tenth of push's own CPU)."""
+
+
 def media_url(base: str, rel: str) -> str:
-    return f"{base.rstrip('/')}/{quote(rel)}"
+    path = rel if _URL_SAFE.fullmatch(rel) else quote(rel)
+    return f"{base.rstrip('/')}/{path}"
 
 
 def item_prefix(served_root_real: Path, item_root: str | Path) -> str | None:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -153,19 +152,12 @@ def ensure_ls_project(
     return int(created["id"]), title
 
 
-_URL_SAFE = re.compile(r"[A-Za-z0-9_.~/-]*")
-"""Characters ``urllib.parse.quote`` leaves as they are: such a path is its own URL path."""
-
-
 class _Urls:
     """Media URLs relative to the served root (one realpath per item media root, not per file);
-    the media server's index computes the same paths (``item_prefix`` / ``media_rel``).
-    Only a path that needs quoting goes through ``media_url``: quoting every frame of every
-    task was a tenth of push's own CPU, taken from the server importing on a busy machine."""
+    the media server's index computes the same paths (``item_prefix`` / ``media_rel``)."""
 
     def __init__(self, media_base: str, media_root: Path):
         self.base = media_base
-        self._stem = media_base.rstrip("/") + "/"
         self.root = Path(os.path.realpath(media_root))
         self._prefix: dict[str, str] = {}
 
@@ -181,7 +173,7 @@ class _Urls:
             rel = media_rel(self._prefix[iroot], m)
             if rel is None:
                 raise self._outside(item, Path(iroot) / m)
-            out.append(self._stem + rel if _URL_SAFE.fullmatch(rel) else media_url(self.base, rel))
+            out.append(media_url(self.base, rel))
         return out
 
     def _outside(self, item: dict, where: Path) -> TruthlineError:
