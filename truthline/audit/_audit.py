@@ -95,14 +95,31 @@ def _sections(
     grad_pred: dict[int, dict[str, Any]],
     grad_label: str | None,
     policy: GoldPolicy,
+    *,
+    full: bool = True,
 ) -> dict[str, Any]:
+    """Every section for one set of excluded annotators. ``full=False``: only what
+    ``_aggregates`` reads, for the other side of an exclusion (its per-annotator rows and
+    descriptive sections would repeat the reported side's; at 1M decisions the second full
+    pass was a third of the audit)."""
     c = M.Ctx(data, boot, excluded)
     # gold first, kept only as far as the sections need it (its values can outweigh the
     # decision table): the preview counts, the hash, and the VLM-sourced values
-    gold = decide(data, {a: data.exclusions.get(a, "flagged") for a in excluded}, policy)
+    gold = decide(
+        data, {a: data.exclusions.get(a, "flagged") for a in excluded}, policy, hashed=full
+    )
     preview = gold.counts() | {"hash": gold.hash}
     kept = [g for g in gold.values if g.provenance == "anchored_kept"]
     del gold
+    if not full:
+        return {
+            "override": M.override(c, team_only=True),
+            "direction": M.direction(c, team_only=True),
+            "correct_label": M.correct_label(c, team_only=True),
+            "vlm_kappa": M.vlm_kappa(c, team_only=True),
+            "iaa": M.iaa(c),
+            "gradient": M.gradient(c, grad_pred, kept, grad_label),
+        }
     direc = M.direction(c)
     return {
         "override": M.override(c),
@@ -315,12 +332,12 @@ def _run_audit(
     before_after = None
     if excluded or flagged:
         if excluded:
-            before = _sections(data, boot, set(), grad_pred, grad_label, policy)
+            before = _sections(data, boot, set(), grad_pred, grad_label, policy, full=False)
             after, label = raw, "recorded exclusions"
             who = sorted(excluded)
         else:
             before = raw
-            after = _sections(data, boot, flagged, grad_pred, grad_label, policy)
+            after = _sections(data, boot, flagged, grad_pred, grad_label, policy, full=False)
             label, who = "preview: flagged annotators excluded", sorted(flagged)
         ba, aa = _aggregates(before), _aggregates(after)
         before_after = {

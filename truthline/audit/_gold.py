@@ -245,10 +245,15 @@ def unusable_items(data: AuditData, excluded: dict[str, str] | set[str]) -> dict
 
 
 def decide(
-    data: AuditData, excluded: dict[str, str], policy: GoldPolicy | None = None
+    data: AuditData,
+    excluded: dict[str, str],
+    policy: GoldPolicy | None = None,
+    *,
+    hashed: bool = True,
 ) -> GoldResult:
     """Resolve every item's decisions into gold values with provenance (no writes); the
-    unusable clips (``unusable_items``) get none and are counted by reason."""
+    unusable clips (``unusable_items``) get none and are counted by reason. ``hashed=False``:
+    leave ``hash`` empty (a preview that reads the values only)."""
     policy = policy or GoldPolicy()
     paths_ok = _gold_paths(data)
     unusable = unusable_items(data, excluded)
@@ -329,7 +334,8 @@ def decide(
                 values.append(GoldValue(item, path, first, "anchored_corrected", names, arm))
     res = GoldResult(values, pending, policy, dropped=dropped, unusable=unusable)
     res.out_of_layer = _out_of_layer_by_item(data)
-    res.hash = _gold_hash(data, policy, values)
+    if hashed:
+        res.hash = _gold_hash(data, policy, values)
     return res
 
 

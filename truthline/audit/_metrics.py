@@ -87,9 +87,10 @@ class Ctx:
 
 
 # -- override and edit depth ------------------------------------------------------------
-def override(c: Ctx) -> dict[str, Any]:
+def override(c: Ctx, team_only: bool = False) -> dict[str, Any]:
     """Override rate (share of anchored annotations with >= 1 changed field), edit depth
-    (mean changed fields per annotation), and per-field decision-level override rates."""
+    (mean changed fields per annotation), and per-field decision-level override rates.
+    ``team_only``: the team block alone (an exclusion's other side needs no more)."""
     sel_all = c.a_ok & (c.a_dec > 0)
     sel_any = c.a_tier1 & (c.a_dec > 0)
 
@@ -107,6 +108,8 @@ def override(c: Ctx) -> dict[str, Any]:
             "annotations": int(sel.sum()),
         }
 
+    if team_only:
+        return {"team": block(sel_all)}
     m = c.anch & c.has["hv"]
     by_field = {f: c.rate(m & c.eq("field", f), c.d["hv"] == 0) for f in c.data.fields}
     return {
@@ -129,9 +132,11 @@ def _cats(c: Ctx) -> dict[str, np.ndarray]:
     }
 
 
-def direction(c: Ctx) -> dict[str, Any]:
+def direction(c: Ctx, team_only: bool = False) -> dict[str, Any]:
     """Direction table (anchored decisions with an expert reference), per field, per
-    annotator, per annotator x field and per taxonomy group; IPW when review weights exist."""
+    annotator, per annotator x field and per taxonomy group; IPW when review weights exist.
+    ``team_only``: ``all`` and ``by_field`` alone (per-annotator rows cover every annotator
+    whoever is excluded, so the other side of an exclusion does not repeat them)."""
     evidence = c.has["hv"] & c.has["he"] & c.has["ve"]
     base = c.anch & evidence
     base_any = c.anch_any & evidence
@@ -157,13 +162,15 @@ def direction(c: Ctx) -> dict[str, Any]:
     res: dict[str, Any] = {
         "all": table(base),
         "by_field": {f: table(base & c.eq("field", f)) for f in c.data.fields},
-        "by_annotator": {a: table(base_any & c.eq("annotator", a)) for a in c.everyone},
-        "by_annotator_field": {
-            a: {f: table(base_any & c.eq("annotator", a) & c.eq("field", f)) for f in c.data.fields}
-            for a in c.everyone
-        },
-        "weighted": weighted,
     }
+    if team_only:
+        return res | {"weighted": weighted}
+    res["by_annotator"] = {a: table(base_any & c.eq("annotator", a)) for a in c.everyone}
+    res["by_annotator_field"] = {
+        a: {f: table(base_any & c.eq("annotator", a) & c.eq("field", f)) for f in c.data.fields}
+        for a in c.everyone
+    }
+    res["weighted"] = weighted
     groups: dict[str, Any] = {}
     for f in c.data.fields:
         ft = c.data.project.field(f)
@@ -181,10 +188,12 @@ def direction(c: Ctx) -> dict[str, Any]:
 
 
 # -- correct labels, anchoring bias, VLM kappa --------------------------------------------------
-def correct_label(c: Ctx) -> dict[str, Any]:
+def correct_label(c: Ctx, team_only: bool = False) -> dict[str, Any]:
     """Share of tier-1 decisions equal (field ``agree``) to the expert's, any arm."""
     m = c.keep & c.has["he"]
     he = c.d["he"] == 1
+    if team_only:
+        return {"all": c.rate(m, he)}
     return {
         "all": c.rate(m, he),
         "by_annotator": {a: c.rate(c.has["he"] & c.eq("annotator", a), he) for a in c.everyone},
@@ -205,9 +214,10 @@ def anchoring_bias(c: Ctx) -> dict[str, Any]:
     return out
 
 
-def vlm_kappa(c: Ctx) -> dict[str, Any]:
+def vlm_kappa(c: Ctx, team_only: bool = False) -> dict[str, Any]:
     """Cohen's kappa between the prefill and each annotator (anchored arm): pooled over the
-    audited fields with field-qualified categories, and per field."""
+    audited fields with field-qualified categories, and per field. ``team_only``: the
+    retained team's pooled kappa alone."""
     m = c.anch & c.has["hv"]
     d = c.d
 
@@ -218,6 +228,8 @@ def vlm_kappa(c: Ctx) -> dict[str, Any]:
             d["unit"][sel], d["hv"][sel], d["vc"][sel], d["hc"][sel], codes=c.data.codes
         )
 
+    if team_only:
+        return {"team": k(m)}
     m_any = c.anch_any & c.has["hv"]
     by_a = {a: k(m_any & c.eq("annotator", a)) for a in c.everyone}
     by_af = {

@@ -100,12 +100,36 @@ def _group_codes(labels: Labels) -> tuple[np.ndarray, int]:
     if isinstance(labels, np.ndarray) and labels.dtype.kind in "iu":
         uniq, inv = np.unique(labels, return_inverse=True)
         rank = np.empty(len(uniq), dtype=np.int64)
-        rank[np.argsort(uniq.astype(str), kind="stable")] = np.arange(len(uniq))
+        rank[_text_order(uniq)] = np.arange(len(uniq))
         codes = rank[inv.ravel()]
         return codes, len(uniq)
     _, codes = np.unique(np.asarray(labels, dtype=object).astype(str), return_inverse=True)
     codes = codes.ravel()
     return codes.astype(np.int64), int(codes.max()) + 1 if len(codes) else 0
+
+
+_POW10 = 10 ** np.arange(1, 19, dtype=np.uint64)
+
+
+def _text_order(uniq: np.ndarray) -> np.ndarray:
+    """``np.argsort(uniq.astype(str))`` for distinct integers, without making the strings.
+
+    Why: the audit asks for the design of thousands of intervals over up to ~10^5 cluster
+    codes; formatting and sorting them as text was ~12 ms per interval at 1M decisions.
+    Decimal text orders "-" before every digit, then digit by digit, a prefix first: so
+    negatives come first, and within a sign, magnitudes order as their digits padded on the
+    right to a common width, ties (one a prefix of the other) shortest first."""
+    if not len(uniq):
+        return np.empty(0, dtype=np.int64)
+    neg = uniq < 0
+    signed = uniq.dtype.kind == "i"
+    mag = (np.abs(uniq.astype(np.int64)) if signed else uniq).astype(np.uint64)
+    digits = np.searchsorted(_POW10, mag, side="right") + 1
+    width = int(digits.max())
+    if width > 18:  # padding would overflow 64 bits: order the text itself
+        return np.argsort(uniq.astype(str), kind="stable")
+    padded = mag * (10 ** (width - digits)).astype(np.uint64)
+    return np.lexsort((digits, padded, ~neg))
 
 
 @dataclass(frozen=True)
