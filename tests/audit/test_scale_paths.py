@@ -125,3 +125,54 @@ def test_the_collector_is_paused_during_an_audit_and_restored_after(tmp_path):
     finally:
         gc.enable()
     store.close()
+
+
+def _gold_rows(values) -> list[tuple]:
+    return [(g.item, g.path, repr(g.value), g.provenance, g.sources, g.arm) for g in values]
+
+
+def test_gold_on_some_items_and_the_other_side_of_an_exclusion_match_a_full_decide(tmp_path):
+    """``decide(only=...)`` gives exactly the full result's rows on those items, and the
+    other side of an exclusion, resolved again only where the changed annotators worked
+    (``_kept_again``), gives the anchored-kept values of a full ``decide``, in its order."""
+    from truthline.audit import load
+    from truthline.audit._audit import _kept_again, _Pass
+    from truthline.audit._gold import GoldPolicy, decide
+    from truthline.project import load_project
+    from truthline.simulate import build_scenario
+    from truthline.store import Store
+    from truthline.workspace import templates_dir
+
+    project = load_project(templates_dir() / "steel-safety")
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    build_scenario(store, project, n_items=80, seed=5)
+    data = load(store, project)
+    store.close()
+    people = data.annotators
+    assert len(people) >= 3
+    policy = GoldPolicy(excluded="requeue")
+
+    def kept(excl: set[str]) -> list:
+        res = decide(data, {a: "x" for a in excl}, policy)
+        return [g for g in res.values if g.provenance == "anchored_kept"]
+
+    full = decide(data, {people[0]: "x"}, policy)
+    some = set(data.item_ids[::3])
+    part = decide(data, {people[0]: "x"}, policy, only=some)
+    assert _gold_rows(part.values) == _gold_rows(g for g in full.values if g.item in some)
+    assert [(p.item, p.kind, p.path, p.reason) for p in part.pending] == [
+        (p.item, p.kind, p.path, p.reason) for p in full.pending if p.item in some
+    ]
+    assert part.unusable == {i: r for i, r in full.unusable.items() if i in some}
+    assert part.values and part.pending
+
+    for first, second in [
+        (set(), {people[-1]}),
+        ({people[0]}, set()),
+        ({people[0]}, {people[1], people[2]}),
+        (set(people[:-1]), set(people[1:])),
+    ]:
+        reported = _Pass(first, {}, kept(first))
+        again = _kept_again(data, {a: "x" for a in second}, policy, reported)
+        want = kept(second)
+        assert want and _gold_rows(again) == _gold_rows(want), (first, second)

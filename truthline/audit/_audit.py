@@ -18,7 +18,7 @@ import numpy as np
 from truthline.audit import _metrics as M
 from truthline.audit._boot import Boot, Est
 from truthline.audit._data import REVIEW_ARMS, AuditData, flatten_values, load
-from truthline.audit._gold import GoldPolicy, decide
+from truthline.audit._gold import GoldPolicy, GoldValue, decide
 from truthline.audit._gold_standard import accuracy as gold_accuracy
 from truthline.audit._gold_standard import exposure_violations
 from truthline.audit._results import (
@@ -88,6 +88,16 @@ def _to_ci(obj: Any, boot: Boot) -> Any:
     return obj
 
 
+@dataclass
+class _Pass:
+    """One set of excluded annotators, audited: its sections and its anchored-kept gold
+    values (which the other side of an exclusion reuses outside the items it changes)."""
+
+    excluded: set[str]
+    sections: dict[str, Any]
+    kept: list[GoldValue]
+
+
 def _sections(
     data: AuditData,
     boot: Boot,
@@ -96,32 +106,37 @@ def _sections(
     grad_label: str | None,
     policy: GoldPolicy,
     *,
-    full: bool = True,
-) -> dict[str, Any]:
-    """Every section for one set of excluded annotators. ``full=False``: only what
-    ``_aggregates`` reads, for the other side of an exclusion (its per-annotator rows and
-    descriptive sections would repeat the reported side's; at 1M decisions the second full
-    pass was a third of the audit)."""
+    reported: _Pass | None = None,
+) -> _Pass:
+    """Every section for one set of excluded annotators. ``reported``: this is the other
+    side of that pass's exclusion, so compute only what ``_aggregates`` reads (its
+    per-annotator rows and descriptive sections would repeat the reported side's; at 1M
+    decisions the second full pass was a third of the audit), and resolve gold again only
+    on the items whose changed annotators annotated."""
     c = M.Ctx(data, boot, excluded)
+    reasons = {a: data.exclusions.get(a, "flagged") for a in excluded}
+    if reported is not None:
+        kept = _kept_again(data, reasons, policy, reported)
+        return _Pass(
+            excluded,
+            {
+                "override": M.override(c, team_only=True),
+                "direction": M.direction(c, team_only=True),
+                "correct_label": M.correct_label(c, team_only=True),
+                "vlm_kappa": M.vlm_kappa(c, team_only=True),
+                "iaa": M.iaa(c),
+                "gradient": M.gradient(c, grad_pred, kept, grad_label),
+            },
+            kept,
+        )
     # gold first, kept only as far as the sections need it (its values can outweigh the
     # decision table): the preview counts, the hash, and the VLM-sourced values
-    gold = decide(
-        data, {a: data.exclusions.get(a, "flagged") for a in excluded}, policy, hashed=full
-    )
+    gold = decide(data, reasons, policy)
     preview = gold.counts() | {"hash": gold.hash}
     kept = [g for g in gold.values if g.provenance == "anchored_kept"]
     del gold
-    if not full:
-        return {
-            "override": M.override(c, team_only=True),
-            "direction": M.direction(c, team_only=True),
-            "correct_label": M.correct_label(c, team_only=True),
-            "vlm_kappa": M.vlm_kappa(c, team_only=True),
-            "iaa": M.iaa(c),
-            "gradient": M.gradient(c, grad_pred, kept, grad_label),
-        }
     direc = M.direction(c)
-    return {
+    sections = {
         "override": M.override(c),
         "direction": direc,
         "correct_label": M.correct_label(c),
@@ -135,6 +150,28 @@ def _sections(
         "gradient": M.gradient(c, grad_pred, kept, grad_label),
         "gold_preview": preview,
     }
+    return _Pass(excluded, sections, kept)
+
+
+def _kept_again(
+    data: AuditData, reasons: dict[str, str], policy: GoldPolicy, reported: _Pass
+) -> list[GoldValue]:
+    """The anchored-kept gold values with ``reasons``' annotators excluded, from
+    ``reported``'s: an item's gold depends on its own retained annotations alone, so only
+    the items annotated (tier 1) by an annotator excluded on one side only are resolved
+    again. Same values in the same order (item order, then path) as a full ``decide``."""
+    changed = set(reasons) ^ reported.excluded
+    touched = {
+        a.item
+        for a in data.annotations
+        if a.annotator in changed and a.tier == 1 and a.arm not in REVIEW_ARMS
+    }
+    again = decide(data, reasons, policy, hashed=False, only=touched)
+    kept = [g for g in reported.kept if g.item not in touched]
+    kept += (g for g in again.values if g.provenance == "anchored_kept")
+    index = data.item_index
+    kept.sort(key=lambda g: index[g.item])  # stable: each item's values keep their order
+    return kept
 
 
 def _aggregates(s: dict[str, Any]) -> dict[str, Any]:
@@ -326,19 +363,21 @@ def _run_audit(
                 "by construction; pass a benchmark run of the model (gradient_model) instead"
             )
     excluded = set(data.exclusions)
-    raw = _sections(data, boot, excluded, grad_pred, grad_label, policy)
+    reported = _sections(data, boot, excluded, grad_pred, grad_label, policy)
+    raw = reported.sections
     sig = signals(raw, project, excluded)
     flagged = {a for a, s in sig.items() if s.flagged}
     before_after = None
     if excluded or flagged:
+        other = set() if excluded else flagged  # recorded exclusions: before; else after
+        side = _sections(data, boot, other, grad_pred, grad_label, policy, reported=reported)
         if excluded:
-            before = _sections(data, boot, set(), grad_pred, grad_label, policy, full=False)
-            after, label = raw, "recorded exclusions"
+            before, after, label = side.sections, raw, "recorded exclusions"
             who = sorted(excluded)
         else:
-            before = raw
-            after = _sections(data, boot, flagged, grad_pred, grad_label, policy, full=False)
+            before, after = raw, side.sections
             label, who = "preview: flagged annotators excluded", sorted(flagged)
+        del side
         ba, aa = _aggregates(before), _aggregates(after)
         before_after = {
             "kind": label,
@@ -352,6 +391,7 @@ def _run_audit(
                 for k in ba
             },
         }
+    del reported  # its kept gold values: no longer needed
     for a in sorted(flagged - excluded):
         warnings.append(
             f"annotator {a!r} is flagged by {', '.join(sig[a].fired)}; review and record "

@@ -12,7 +12,7 @@ failed schema validation get no gold (SteelBench §4) and are counted by reason.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -223,21 +223,49 @@ def _required(data: AuditData) -> list[tuple[str, Any]]:
     return [(n, ft) for n, ft in data.project.field_types.items() if ft.spec.required]
 
 
-def unusable_items(data: AuditData, excluded: dict[str, str] | set[str]) -> dict[int, str]:
+def _invalid_annotations(data: AuditData) -> frozenset[str]:
+    """Source ids of the tier-1 annotations that are submitted and schema-invalid, found
+    once per ``AuditData`` (validity does not depend on who is excluded, and the before and
+    after of an exclusion both ask)."""
+    hit = data.memo.get("schema_invalid")
+    if hit is None:
+        memo: dict[tuple[Any, ...], bool] = {}
+        hit = data.memo["schema_invalid"] = frozenset(
+            a.source_id
+            for a in data.annotations
+            if a.tier == 1
+            and a.arm not in REVIEW_ARMS
+            and not _cancelled(a)
+            and _schema_invalid(data, a, memo)
+        )
+    return hit
+
+
+def unusable_items(
+    data: AuditData,
+    excluded: dict[str, str] | set[str],
+    only: Collection[int] | None = None,
+) -> dict[int, str]:
     """Item -> reason (``UNUSABLE``) over the retained annotators' tier-1 annotations: any
     flagged it; any submitted one fails schema validation; none completed it (every one
-    skipped or cancelled). Excluded annotators' annotations do not count either way."""
+    skipped or cancelled). Excluded annotators' annotations do not count either way.
+    ``only``: just these items."""
     per: dict[int, list[Annotation]] = defaultdict(list)
     for a in data.annotations:
-        if a.tier == 1 and a.arm not in REVIEW_ARMS and a.annotator not in excluded:
+        if (
+            a.tier == 1
+            and a.arm not in REVIEW_ARMS
+            and a.annotator not in excluded
+            and (only is None or a.item in only)
+        ):
             per[a.item].append(a)
+    invalid = _invalid_annotations(data)
     out: dict[int, str] = {}
-    memo: dict[tuple[Any, ...], bool] = {}
     for item, anns in per.items():
         done = [a for a in anns if not _cancelled(a)]
         if any(a.flagged for a in anns):
             out[item] = "flagged"
-        elif any(_schema_invalid(data, a, memo) for a in done):
+        elif any(a.source_id in invalid for a in done):
             out[item] = "schema_invalid"
         elif not done:
             out[item] = "abandoned"
@@ -250,17 +278,19 @@ def decide(
     policy: GoldPolicy | None = None,
     *,
     hashed: bool = True,
+    only: Collection[int] | None = None,
 ) -> GoldResult:
     """Resolve every item's decisions into gold values with provenance (no writes); the
     unusable clips (``unusable_items``) get none and are counted by reason. ``hashed=False``:
-    leave ``hash`` empty (a preview that reads the values only)."""
+    leave ``hash`` empty (a preview that reads the values only). ``only``: resolve just
+    these items (an item's outcome depends on its own annotations alone), in item order."""
     policy = policy or GoldPolicy()
     paths_ok = _gold_paths(data)
-    unusable = unusable_items(data, excluded)
+    unusable = unusable_items(data, excluded, only)
     by_item: dict[int, list] = defaultdict(list)
     excluded_on: dict[int, list[str]] = defaultdict(list)
     for a in data.annotations:
-        if a.tier != 1 or a.arm in REVIEW_ARMS:
+        if a.tier != 1 or a.arm in REVIEW_ARMS or (only is not None and a.item not in only):
             continue
         if a.annotator in excluded:
             excluded_on[a.item].append(a.annotator)
@@ -276,7 +306,7 @@ def decide(
     def shared(t: tuple[str, ...]) -> tuple[str, ...]:
         return tuples.setdefault(t, t)
 
-    for item in data.item_ids:
+    for item in data.item_ids if only is None else [i for i in data.item_ids if i in only]:
         if item in unusable:
             continue
         e = data.expert.get(item, {})
