@@ -90,14 +90,43 @@ multiplied dense; a pooled kappa over many field-qualified codes stays sparse.""
 def _kappa_sums(
     rows: np.ndarray, agree: np.ndarray, ca: np.ndarray, cb: np.ndarray, k: int, n: int
 ) -> Any:
-    """``kappa_unit_sums`` as a sparse (n x 2+2k) matrix: [agree, n, margin_a, margin_b]."""
+    """``kappa_unit_sums`` as a sparse (n x 2+2k) matrix: [agree, n, margin_a, margin_b].
+
+    Each block is summed by its own pass (``np.bincount`` per row, ``np.unique`` of the
+    (row, code) keys for the margins): the temporaries are a few arrays of one number per
+    decision, where one coordinate matrix of all four blocks held 4 x 3 per decision (at
+    1M decisions, the audit's memory peak)."""
     from scipy import sparse
 
-    m = len(rows)
-    r = np.concatenate([rows, rows, rows, rows])
-    c = np.concatenate([np.zeros(m, np.int64), np.ones(m, np.int64), 2 + ca, 2 + k + cb])
-    v = np.concatenate([np.asarray(agree, dtype=float), np.ones(3 * m)])
+    rows = np.asarray(rows, dtype=np.int64)
+    agree_r = np.bincount(rows, weights=np.asarray(agree, dtype=float), minlength=n)
+    n_r = np.bincount(rows, minlength=n).astype(float)
+    parts_r, parts_c, parts_v = [], [], []
+    for col, vals in ((0, agree_r), (1, n_r)):
+        nz = np.flatnonzero(vals)
+        parts_r.append(nz)
+        parts_c.append(np.full(len(nz), col, dtype=np.int64))
+        parts_v.append(vals[nz])
+    for first, codes in ((2, ca), (2 + k, cb)):
+        keys, counts = np.unique(rows * k + np.asarray(codes, dtype=np.int64), return_counts=True)
+        parts_r.append(keys // k)
+        parts_c.append(first + keys % k)
+        parts_v.append(counts.astype(float))
+    r, c, v = (np.concatenate(x) for x in (parts_r, parts_c, parts_v))
     return sparse.csr_matrix((v, (r, c)), shape=(n, 2 + 2 * k))
+
+
+def _compact(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(codes, return_inverse=True)`` for integer codes in ``range(size)``, in
+    O(n + size) with one lookup table instead of a sort of ``codes``."""
+    if len(codes) and (codes.min() < 0 or codes.max() >= size):
+        raise ValueError(f"codes outside range({size})")
+    seen = np.zeros(size, dtype=bool)
+    seen[codes] = True
+    present = np.flatnonzero(seen)
+    lookup = np.empty(size, dtype=np.int64)
+    lookup[present] = np.arange(len(present))
+    return present, lookup[codes]
 
 
 class Est:
@@ -361,15 +390,14 @@ class Boot:
             ca, cb, k, w, agree = kappa_weights(a, b, tolerance)
         elif codes is not None:
             both = np.concatenate([np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)])
-            present, inv = np.unique(both, return_inverse=True)
-            inv = inv.ravel()
+            present, inv = _compact(both, len(codes.x))
             ca, cb, k = inv[: len(a)], inv[len(a) :], len(present)
             w = codes.weights(present)
         else:
             ca, cb, k = kappa_codes(a, b)
         # per covered cluster, sparse: memory and work O(decisions), not clusters x codes
-        ucl, pos = np.unique(self.cluster_of[units], return_inverse=True)
-        F = _kappa_sums(pos.ravel(), agree, ca, cb, k, len(ucl))
+        ucl, pos = _compact(self.cluster_of[units], self.nc)
+        F = _kappa_sums(pos, agree, ca, cb, k, len(ucl))
         dense = F.shape[1] <= DENSE_KAPPA_COLUMNS  # few categories: a dense product is faster
         if dense:
             F = F.toarray()
@@ -380,7 +408,7 @@ class Boot:
             boot = np.asarray(kappa_from_sums(self._times(F, cols), k, w), dtype=float)
         elif self.resamples:  # queued with the ratios: zero sums on uncovered clusters
             boot = None
-        cov = np.unique(units)
+        cov = _compact(units, self.n)[0]
         ccov, thin = self._cover(cov)
         stat = None
         if thin:
