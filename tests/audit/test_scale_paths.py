@@ -176,3 +176,27 @@ def test_gold_on_some_items_and_the_other_side_of_an_exclusion_match_a_full_deci
         again = _kept_again(data, {a: "x" for a in second}, policy, reported)
         want = kept(second)
         assert want and _gold_rows(again) == _gold_rows(want), (first, second)
+
+
+def test_kappa_sums_and_compact_codes_match_the_dense_and_sorting_forms():
+    """``_kappa_sums`` (block by block, sparse) equals ``kappa_unit_sums`` (dense) for
+    0/1 and fractional agreement; ``_compact`` equals ``np.unique(return_inverse=True)``
+    and refuses codes outside its range."""
+    from truthline.audit._boot import _compact, _kappa_sums
+    from truthline.stats import kappa_unit_sums
+
+    rng = np.random.default_rng(4)
+    m, n, k = 5000, 300, 7
+    rows = rng.integers(0, n, m)
+    ca, cb = rng.integers(0, k, m), rng.integers(0, k, m)
+    for agree in ((ca == cb).astype(float), rng.random(m)):
+        want = kappa_unit_sums(rows, agree, ca, cb, k, n)
+        assert np.array_equal(_kappa_sums(rows, agree, ca, cb, k, n).toarray(), want)
+    codes = rng.choice([3, 9, 10, 41], size=200)
+    present, inv = _compact(codes, 50)
+    want_p, want_inv = np.unique(codes, return_inverse=True)
+    assert np.array_equal(present, want_p) and np.array_equal(inv, want_inv.ravel())
+    with pytest.raises(ValueError):
+        _compact(np.array([0, -1]), 5)
+    with pytest.raises(ValueError):
+        _compact(np.array([5]), 5)
