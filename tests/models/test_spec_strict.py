@@ -385,3 +385,52 @@ def test_negative_usage_from_a_server_costs_nothing():
     )
     comp = completion_from(resp)
     assert (comp.tokens_in, comp.tokens_out, comp.tokens_thinking) == (0, 0, 0)
+
+
+def test_a_json_body_reads_as_the_sdk_object_does():
+    from types import SimpleNamespace as NS
+
+    body = {
+        "choices": [
+            {"message": {"content": '{"a": 1}', "refusal": None}, "finish_reason": "length"}
+        ],
+        "usage": {
+            "prompt_tokens": 12,
+            "completion_tokens": 9,
+            "completion_tokens_details": {"reasoning_tokens": 4},
+        },
+    }
+    obj = NS(
+        choices=[NS(message=NS(content='{"a": 1}', refusal=None), finish_reason="length")],
+        usage=NS(
+            prompt_tokens=12, completion_tokens=9, completion_tokens_details=NS(reasoning_tokens=4)
+        ),
+    )
+    comp = completion_from(body)
+    assert comp == completion_from(obj)
+    assert (comp.text, comp.finish_reason, comp.tokens_in, comp.tokens_out) == (
+        '{"a": 1}',
+        "length",
+        12,
+        5,
+    )
+    assert comp.tokens_thinking == 4
+    refused = completion_from({"choices": [{"message": {"content": None, "refusal": "no"}}]})
+    assert (refused.text, refused.refusal, refused.raw, refused.tokens_in) == (None, "no", "no", 0)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"choices": []},
+        {"choices": "x"},
+        {"choices": [{"finish_reason": "stop"}]},
+        {"choices": [{"message": "hello"}]},
+        {"choices": [{"message": {"content": 5}}]},
+    ],
+)
+def test_a_malformed_body_is_bad_response(body):
+    with pytest.raises(InfraError) as info:
+        completion_from(body)
+    assert info.value.reason == "bad_response"
