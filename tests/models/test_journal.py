@@ -182,3 +182,35 @@ def test_reserved_space_takes_answers_in_flight_and_a_full_disk_stops_sending(
     assert "\n" not in str(exc.value) and "free space" in str(exc.value)
     assert len(stub.log) < 40, "it stopped sending"
     assert _count(store) == len(stub.log), "every answer that arrived is stored"
+
+
+def test_an_answer_is_in_the_journal_when_submitted_before_its_commit(store, tmp_path):
+    """The writer journals each row as it is submitted, not when its group commits: a
+    process killed while answers wait for their group (the linger) loses none of them."""
+    import asyncio
+    import threading
+
+    gate = threading.Event()
+    real = ResponseWriter._to_journal
+
+    def held(self, group):  # the group's sync and commit wait until the journal was read
+        gate.wait(10)
+        return real(self, group)
+
+    async def main() -> list[int]:
+        writer = ResponseWriter(store, asyncio.get_running_loop(), linger_s=0.0)
+        writer.journal = Journal(tmp_path / "j", store)
+        writer._to_journal = held.__get__(writer)  # type: ignore[method-assign]
+        futs = [writer.submit(_row(k)) for k in ("a", "b", "c")]
+        lines = writer.journal.path.read_bytes().rstrip(b"\0").splitlines()
+        keys = [json.loads(x)["row"]["cache_key"] for x in lines[1:]]
+        assert keys == ["a", "b", "c"], "journaled before any commit"
+        assert _count(store) == 0
+        gate.set()
+        ids = list(await asyncio.gather(*futs))
+        await writer.aclose()
+        writer.journal.done()
+        return ids
+
+    ids = asyncio.run(main())
+    assert len(set(ids)) == 3 and _count(store) == 3

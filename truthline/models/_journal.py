@@ -2,8 +2,11 @@
 
 The writer commits answers in groups; a disk filling up (or any store failure) during a
 group used to lose every answer of that group, each already paid for. Each answer is now
-appended to a journal file (mode 0600, in a 0700 folder under the workspace) and synced
-before it is queued for the store. The file's space is reserved ahead of use
+appended to a journal file (mode 0600, in a 0700 folder under the workspace) as it
+arrives, before it is queued for the store (``write``: in the OS's page cache, so a
+killed process loses none), and the file is synced once per group before the group's
+transaction (``sync``: a power loss can lose at most the answers of the group being
+committed, which were not yet reported). The file's space is reserved ahead of use
 (``posix_fallocate``), so answers arriving on a full disk still fit; failing to reserve
 more tells the run to stop sending. A run that ends with every answer committed deletes
 its file; otherwise the next run replays it into the store (no call repeated).
@@ -20,6 +23,7 @@ import fcntl
 import json
 import os
 import socket
+import threading
 import uuid
 from datetime import datetime
 from pathlib import Path
@@ -74,8 +78,10 @@ def _encode(obj: Any) -> Any:
 
 
 class Journal:
-    """This run's journal file: ``append`` a response row (synced on return), ``done``
-    when every row is in the store (the file goes), ``close`` to keep it for a replay."""
+    """This run's journal file: ``write`` response rows as they arrive and ``sync`` them
+    (``append`` both at once), ``done`` when every row is in the store (the file goes),
+    ``close`` to keep it for a replay. ``write`` (the event loop) and ``sync`` (the
+    writer thread) may run in different threads."""
 
     def __init__(self, folder: Path, store: Any, label: str = "", run_id: str = ""):
         try:
@@ -93,6 +99,7 @@ class Journal:
         self.reserved = 0
         self.full = False
         self.rows = 0
+        self._lock = threading.Lock()
         head = {
             "journal": 1,
             "store": store_id(store),
@@ -116,35 +123,58 @@ class Journal:
             return
         self.reserved += size
 
-    def _write(self, data: bytes) -> None:
-        self._reserve(len(data))
-        view = memoryview(data)
-        while view:
-            n = os.pwrite(self._fd, view, self.end)
-            self.end += n
-            view = view[n:]
-        (getattr(os, "fdatasync", None) or os.fsync)(self._fd)
+    def _write(self, data: bytes, sync: bool = True) -> None:
+        with self._lock:
+            self._reserve(len(data))
+            view = memoryview(data)
+            while view:
+                n = os.pwrite(self._fd, view, self.end)
+                self.end += n
+                view = view[n:]
+        if sync:
+            self.sync()
+
+    def sync(self) -> None:
+        """Everything written so far on the disk (one ``fdatasync``); raises
+        ``JournalFullError`` when the disk refuses it."""
+        if self._fd < 0:
+            return
+        try:
+            (getattr(os, "fdatasync", None) or os.fsync)(self._fd)
+        except OSError as exc:
+            self.full = True
+            raise self._full_error(exc) from None
+
+    def _full_error(self, exc: OSError) -> JournalFullError:
+        return JournalFullError(
+            f"cannot write the answer journal {self.path}: {exc.strerror or exc}; "
+            "free space on that disk and rerun (answers already stored are kept)"
+        )
 
     def append(self, row: dict[str, Any], response_id: int | None) -> None:
-        """Journal one response row (an update of ``response_id`` when given)."""
+        """Journal one response row (an update of ``response_id`` when given), synced."""
         self.append_many([(row, response_id)])
 
     def append_many(self, recs: list[tuple[dict[str, Any], int | None]]) -> None:
         """Journal response rows, one sync for all: durable on return. Raises
         ``JournalFullError`` when even the reserved space is gone."""
+        self.write(recs)
+        self.sync()
+
+    def write(self, recs: list[tuple[dict[str, Any], int | None]]) -> None:
+        """Journal response rows without a sync: a killed process loses none of them, a
+        power loss those since the last ``sync``. Raises ``JournalFullError`` when even
+        the reserved space is gone."""
         data = b"".join(
             json.dumps({"row": row, "update": rid}, default=_encode, separators=(",", ":")).encode()
             + b"\n"
             for row, rid in recs
         )
         try:
-            self._write(data)
+            self._write(data, sync=False)
         except OSError as exc:
             self.full = True
-            raise JournalFullError(
-                f"cannot write the answer journal {self.path}: {exc.strerror or exc}; "
-                "free space on that disk and rerun (answers already stored are kept)"
-            ) from None
+            raise self._full_error(exc) from None
         self.rows += len(recs)
 
     def done(self) -> None:

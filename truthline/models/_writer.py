@@ -6,19 +6,21 @@ that has queued up since its last commit in one transaction, and only then resol
 each row's future. So "committed as it arrives" still holds in the sense that matters:
 the runner reports an answer (result, ``on_result``, progress) only after its commit,
 and the wait is at most one group commit plus ``linger_s``. A group is whatever arrived
-during the previous commit or within ``linger_s`` (25 ms) of the group's first row (at
-most ``max_group`` rows; the thread sleeps ``linger_s`` once per group rather than waking
-for every row): a transaction costs more than its rows, so answers
-arriving a few milliseconds apart share one; a crash can lose at most that window's
-answers (not yet reported, so a rerun asks them again).
+during the previous commit or within ``linger_s`` (25 ms; ``journaled_linger_s``, 100 ms,
+once the answers are journaled) of the group's first row (at most ``max_group`` rows; the
+thread sleeps once per group rather than waking for every row): a transaction costs more
+than its rows, so answers arriving a few milliseconds apart share one. Without a journal
+a crash can lose at most that window's answers (not yet reported, so a rerun asks them
+again); with one it loses none (they are in the journal as they arrive).
 
 Two runs on one store are safe: a response is inserted with ``ON CONFLICT DO NOTHING``
 (SQLite and PostgreSQL dialect inserts) and a key another run stored first resolves to
 that stored row, so neither run crashes and every answer keeps its row.
 
-``journal`` (optional, set before the first row; paid answers): each group's rows are
-appended to it and synced, once per group, before the group's transaction, so a failing
-store write loses no paid answer (``_journal``: the next run replays them). A journal
+``journal`` (optional, set before the first row; paid answers): each row is written to
+it as it is submitted (in the event loop: a killed process loses none) and the journal is
+synced once per group, before the group's transaction, so a failing store write loses no
+paid answer (``_journal``: the next run replays them). A journal
 that cannot take more (a full disk) is ``journal_error``: the run stops sending.
 
 ``persist`` (optional) writes what a caller derives from each answer (a prefill
@@ -68,6 +70,7 @@ class _Pending:
     response_id: int | None
     future: asyncio.Future = field(repr=False)
     job: Job | None = None
+    journaled: bool = False
 
 
 class ResponseWriter:
@@ -82,6 +85,7 @@ class ResponseWriter:
         max_group: int = 256,
         persist: Persist | None = None,
         linger_s: float = 0.025,
+        journaled_linger_s: float = 0.1,
     ):
         if max_group < 1:
             raise ValueError("max_group must be at least 1")
@@ -90,6 +94,9 @@ class ResponseWriter:
         self.max_group = max_group
         self.persist = persist
         self.linger_s = linger_s
+        self.journaled_linger_s = journaled_linger_s
+        """The linger once rows are journaled as they arrive: a longer wait loses nothing
+        and makes bigger groups (less CPU per row)."""
         self.groups = 0
         """Transactions committed (tests and benches read it)."""
         self.rows = 0
@@ -117,7 +124,15 @@ class ResponseWriter:
         if self._closing:
             raise RuntimeError("the response writer is closed")
         fut = self.loop.create_future()
-        self._queue.put(_Pending(row, response_id, fut, job))
+        pending = _Pending(row, response_id, fut, job)
+        if row is not None and self.journal is not None and self.journal_error is None:
+            try:
+                self.journal.write([(row, response_id)])
+                pending.journaled = True
+            except JournalFullError as exc:
+                self.journal_error = exc
+            self._check_full()
+        self._queue.put(pending)
         return fut
 
     async def aclose(self) -> None:
@@ -149,10 +164,11 @@ class ResponseWriter:
             if first is _STOP:
                 return
             group: list[_Pending] = [first]
-            if self.max_group > 1 and self.linger_s > 0:
+            linger = self.linger_s if self.journal is None else self.journaled_linger_s
+            if self.max_group > 1 and linger > 0:
                 # one sleep, then take what queued up: a blocking get per row woke this
                 # thread (and took the GIL from the event loop) once per answer
-                time.sleep(self.linger_s)
+                time.sleep(linger)
             while len(group) < self.max_group:
                 try:
                     nxt = self._queue.get_nowait()
@@ -186,18 +202,23 @@ class ResponseWriter:
             self._conn = None
 
     def _to_journal(self, group: list[_Pending]) -> None:
-        """The group's answers on disk (one sync) before its transaction can fail."""
-        if self.journal is None:
+        """The group's answers on disk (one sync) before its transaction can fail; rows
+        submitted before the journal was set are written here."""
+        if self.journal is None or not any(p.row is not None for p in group):
             return
-        recs = [(p.row, p.response_id) for p in group if p.row is not None]
-        if not recs:
-            return
+        late = [(p.row, p.response_id) for p in group if p.row is not None and not p.journaled]
         try:
-            self.journal.append_many(recs)
+            if late:
+                self.journal.write(late)
+            self.journal.sync()
         except JournalFullError as exc:
             self.journal_error = self.journal_error or exc
             return
-        if self.journal.full and self.journal_error is None:
+        self._check_full()
+
+    def _check_full(self) -> None:
+        """The journal could not reserve room for more: stop sending (``journal_error``)."""
+        if self.journal is not None and self.journal.full and self.journal_error is None:
             self.journal_error = JournalFullError(
                 f"the disk holding the answer journal {self.journal.path.parent} is full: the "
                 "run stopped sending (every answer so far is kept); free space and rerun"
