@@ -108,9 +108,14 @@ def test_the_loop_leaves_no_file_others_can_read(tmp_path: Path):
     truthline(ws, "init", "steel-safety", "--json")
     truthline(ws, "items", "import", str(clips), "--metadata", str(csv), "--json")
     truthline(ws, "prefill", "run", "-m", "simulated:steel-v1", "--json")
-    # Label Studio's data dir from the migrated template: its files are 0644 there
+    # Label Studio's data dir from the migrated template, left readable by all as a server
+    # started by hand under umask 022 (or by an older truthline) leaves it: the template
+    # itself is private since its server runs under PRIVATE_UMASK
     tpl = ensure_template()
     shutil.copytree(tpl, ws / "label-studio")
+    for p in [ws / "label-studio", *(ws / "label-studio").rglob("*")]:
+        if not p.is_symlink():
+            p.chmod(0o755 if p.is_dir() else 0o644)
     (ws / "secrets").mkdir(mode=0o700, exist_ok=True)  # as `serve` keeps it
     shutil.copy(tpl / CREDENTIALS_NAME, ws / "secrets" / CREDENTIALS_NAME)  # 0600 there
     assert any("label_studio.sqlite3" in p for p in loose_modes(ws / "label-studio"))
