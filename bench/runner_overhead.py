@@ -14,7 +14,9 @@ typed ``ChatCompletion``, as a user's loop would; the backend reads the JSON bod
   per request), ``bare create()`` (the SDK's ``chat.completions.create``) and ``bare
   workers`` (the same raw loop in the runner's shape, a fixed pool of workers on a queue:
   ~30% less CPU than the semaphore loop here, where httpcore polls each idle pooled
-  connection's socket before every request).
+  connection's socket before every request) and ``bare, heap frozen`` (the raw loop
+  under ``gc.freeze()``, as the runner runs: ``truthline.models._heap``; how much of the
+  runner's ratio that freeze accounts for).
 * ``prefill()``: what ``truthline prefill run`` runs: prompts rendered, cache keys
   (image hashes), claims, the journal, a durable ``responses`` row and a ``predictions``
   row per item.
@@ -226,6 +228,16 @@ def bare(url: str, reqs, concurrency: int, mode: str = "raw") -> None:
     asyncio.run(main())
 
 
+def _frozen(fn: Callable[..., None], *args: object) -> None:
+    import gc
+
+    gc.freeze()
+    try:
+        fn(*args)
+    finally:
+        gc.unfreeze()
+
+
 def ours_prefill(url: str, fx: Fixture, store, concurrency: int) -> None:
     from truthline.prefill import prefill
 
@@ -306,6 +318,7 @@ def measure(n: int, args: argparse.Namespace) -> dict[str, tuple[float, float]]:
                 paths["bare, re-encode"] = lambda r=reqs: bare(url, r, args.concurrency, "reencode")
                 paths["bare create()"] = lambda r=reqs: bare(url, r, args.concurrency, "create")
                 paths["bare workers"] = lambda r=reqs: bare(url, r, args.concurrency, "workers")
+                paths["bare, heap frozen"] = lambda r=reqs: _frozen(bare, url, r, args.concurrency)
             for name, fn in paths.items():
                 figures.setdefault(name, []).append(timed(fn))
             for scenario in scenarios:

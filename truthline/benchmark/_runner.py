@@ -299,25 +299,24 @@ def build_requests(
     )
     if support is not None:
         settings["rule_support"] = json_hash(support)
+    common: dict[str, Any] = {"condition": condition, "control": control}
+    if support is not None:
+        common["rule_support"] = support
+    # one call for every item (its per-call work, e.g. the default prompt, done once);
+    # each request's own context is added after the shared part, in the same key order
+    publics = [_public_item(project, it, control) for it in items]
+    reqs = item_requests(
+        view, publics, purpose="benchmark", settings=settings, template=variant, context=common
+    )
+    gf = project.benchmark.ground_field
     out = []
-    for it in items:
-        ctx: dict[str, Any] = {"condition": condition, "control": control}
-        if support is not None:
-            ctx["rule_support"] = support
-        ctx["entities"] = _entity_ids(project, it)
-        gf = project.benchmark.ground_field
+    for it, pub, req in zip(items, publics, reqs, strict=True):
+        req.context["entities"] = _entity_ids(project, it)
         if support is not None and gf:  # rules: the item's own candidate aliases (K_j)
-            ids = candidate_ids(public_meta(project, it).get("candidates"))
+            meta = public_meta(project, it) if control == "reorder" else pub["meta"]
+            ids = candidate_ids(meta.get("candidates"))
             if ids:
-                ctx["item_candidates"] = {gf: ids}
-        req = item_requests(
-            view,
-            [_public_item(project, it, control)],
-            purpose="benchmark",
-            settings=settings,
-            template=variant,
-            context=ctx,
-        )[0]
+                req.context["item_candidates"] = {gf: ids}
         req.fields = fields
         if control == "no-image":
             req.images = []
@@ -787,13 +786,13 @@ class _ResultWriter:
         if not rows:
             return
         if self._stmt is None:
-            from truthline.models._upsert import insert_or_update
+            from truthline.models._upsert import BulkInsert
 
             keys = ["run_id", "model", "item_id", "variant", "condition", "control"]
-            self._stmt = insert_or_update(
-                conn.dialect.name, tables.run_results, keys, ["response_id", "status", "scores"]
+            self._stmt = BulkInsert(
+                conn.dialect, tables.run_results, keys, update=["response_id", "status", "scores"]
             )
-        conn.execute(self._stmt, list(rows.values()))
+        self._stmt(conn, list(rows.values()))
 
 
 def _scores(project: Project, it: GoldItem, res: Any, targets: list[str]) -> dict[str, Any]:

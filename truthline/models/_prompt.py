@@ -78,7 +78,20 @@ def render_prompt(
 ) -> tuple[str | None, str]:
     """``(system, user)`` for one item; ``template`` is a user template path relative to
     the project (default: ``prompts.user``), or a variant name from ``prompts.variants``."""
+    return _render(project, item, template, {})
+
+
+def _render(
+    project: Any, item: dict[str, Any], template: str | None, defaults: dict[int, str]
+) -> tuple[str | None, str]:
+    """``render_prompt``; ``defaults`` keeps the default user prompt per image count
+    (the same for every item of a project without a user template)."""
     n_images = len(item.get("media") or [])
+    rel = project.prompts.variants.get(template, template) if template else project.prompts.user
+    if not rel and n_images not in defaults:
+        defaults[n_images] = _default_user(project, n_images)
+    if not rel and not project.prompts.system:  # nothing to render per item
+        return None, defaults[n_images]
     ctx = {
         "project": project,
         "item": {
@@ -96,10 +109,7 @@ def render_prompt(
     system = None
     if project.prompts.system:
         system = render_template(project.prompt_path(project.prompts.system), ctx)
-    rel = project.prompts.variants.get(template, template) if template else project.prompts.user
-    user = (
-        render_template(project.prompt_path(rel), ctx) if rel else _default_user(project, n_images)
-    )
+    user = render_template(project.prompt_path(rel), ctx) if rel else defaults[n_images]
     return system, user
 
 
@@ -125,9 +135,10 @@ def item_requests(
 ) -> list[ModelRequest]:
     """One request per stored item (``Store.items`` rows), prompts rendered, images resolved."""
     settings = settings or default_settings(project)
+    defaults: dict[int, str] = {}
     out = []
     for it in items:
-        system, user = render_prompt(project, it, template=template)
+        system, user = _render(project, it, template, defaults)
         root = Path(it.get("media_root") or ".")
         ctx = {
             "meta": typed_meta(it.get("meta")),

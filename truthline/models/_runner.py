@@ -35,6 +35,7 @@ from sqlalchemy import select
 from truthline.errors import AnswerFormatError, TruthlineError
 from truthline.fields import parse_answer, parse_fields, request_grammar
 from truthline.models._claims import ClaimBook, Claims, Holder
+from truthline.models._heap import frozen_heap
 from truthline.models._images import image_hash
 from truthline.models._journal import Journal, default_journal_dir, replay
 from truthline.models._prices import price_known
@@ -551,6 +552,7 @@ class _Run:
                 await asyncio.to_thread(self.book.renew)
 
 
+@frozen_heap
 async def arun_requests(
     store: Any,
     spec: str | ModelSpec,

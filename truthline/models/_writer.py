@@ -46,7 +46,7 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, select
 
 from truthline.models._journal import Journal, JournalFullError
-from truthline.models._upsert import insert_ignore
+from truthline.models._upsert import BulkInsert
 from truthline.store import tables
 
 _STOP = object()
@@ -108,9 +108,8 @@ class ResponseWriter:
         self._closing = False
         self._conn: Connection | None = None
         t = tables.responses
-        self._dialect = store.engine.dialect.name
-        self._insert = insert_ignore(self._dialect, t, ["cache_key"]).returning(
-            t.c.id, t.c.cache_key
+        self._insert = BulkInsert(
+            store.engine.dialect, t, ["cache_key"], returning=["id", "cache_key"]
         )
         self._update = t.update().where(t.c.id == bindparam("_response_id"))
         self._thread.start()
@@ -274,7 +273,7 @@ class ResponseWriter:
         """Insert new responses; a key another run stored first (a concurrent run on the
         same store) resolves to that stored row and the job takes its answer."""
         rows = [group[k].row or {} for k in inserts]
-        got = {r[1]: int(r[0]) for r in conn.execute(self._insert, rows)}
+        got = {r[1]: int(r[0]) for r in self._insert(conn, rows)}
         lost: list[int] = []
         for k in inserts:
             key = (group[k].row or {})["cache_key"]

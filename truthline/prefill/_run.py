@@ -33,7 +33,7 @@ from truthline.models import (
     run_requests,
 )
 from truthline.models._claims import Claims
-from truthline.models._upsert import insert_ignore
+from truthline.models._upsert import BulkInsert, insert_ignore
 from truthline.store import Store, json_hash, now, tables
 
 
@@ -107,9 +107,12 @@ class PredictionWriter:
                 t.c.item_id.in_(bindparam("ids", expanding=True)),
                 family,
             ),
-            "insert": insert_ignore(
-                conn.dialect.name, t, ["project", "item_id", "model_version"]
-            ).returning(t.c.item_id, t.c.model_version),
+            "insert": BulkInsert(
+                conn.dialect,
+                t,
+                ["project", "item_id", "model_version"],
+                returning=["item_id", "model_version"],
+            ),
             "update": t.update().where(t.c.id == bindparam("_id")),
         }
         self._known = {
@@ -157,7 +160,7 @@ class PredictionWriter:
     def _insert(self, conn: Connection, rows: list[dict[str, Any]]) -> set[tuple[int, str]]:
         if not rows:
             return set()
-        got = {(int(r[0]), str(r[1])) for r in conn.execute(self._stmts["insert"], rows)}
+        got = {(int(r[0]), str(r[1])) for r in self._stmts["insert"](conn, rows)}
         self.written += len(got)
         return got
 

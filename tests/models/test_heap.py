@@ -1,0 +1,84 @@
+"""A run freezes the heap it found (``_heap``) and gives it back, whatever ends the run."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import weakref
+
+import pytest
+
+from truthline.errors import TruthlineError
+from truthline.models import ModelRequest, run_requests
+from truthline.models._heap import frozen_depth, frozen_heap
+
+GOOD = '{"label": "dog", "count": 3}'
+
+
+class _Node:
+    """A cyclic-garbage probe (a weakref says when the collector freed it)."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+def _cycle() -> weakref.ref:
+    return weakref.ref(_Node())
+
+
+def _req(tiny, images, i: int) -> ModelRequest:
+    return ModelRequest(
+        project="tiny",
+        item_id=None,
+        purpose="benchmark",
+        system=None,
+        user=f"What is it? {i}",
+        images=[images[i % len(images)]],
+        fields=tiny.field_types,
+        settings={"temperature": 0.0, "max_tokens": 64, "image_policy": {"max_side": 32}},
+    )
+
+
+def test_a_run_walks_only_what_it_allocates_and_gives_the_heap_back(stub, tiny, images, store):
+    assert gc.get_freeze_count() == 0
+    stub.answer = lambda body: GOOD
+    before = _cycle()  # cyclic garbage the run finds: frozen with the rest of the heap
+    seen: list[tuple[int, bool]] = []
+
+    def on_result(_req, _res) -> None:
+        during = _cycle()
+        gc.collect()
+        # the collector still frees what the run makes, not what it found
+        seen.append((gc.get_freeze_count(), during() is None and before() is not None))
+
+    spec = f"openai:stub-model@{stub.url};timeout=2"
+    res = run_requests(
+        store, spec, [_req(tiny, images, i) for i in range(3)], progress=False, on_result=on_result
+    )
+    assert [r.status for r in res] == ["parsed"] * 3
+    assert len(seen) == 3 and all(n > 1000 and ok for n, ok in seen), seen
+    assert gc.get_freeze_count() == 0 and frozen_depth() == 0
+    gc.collect()
+    assert before() is None  # given back: collected like any garbage
+
+
+def test_a_run_that_fails_gives_the_heap_back_too(stub, tiny, images, store):
+    with pytest.raises(TruthlineError, match="price"):
+        run_requests(store, f"openai:unpriced@{stub.url}", [_req(tiny, images, 0)], max_cost=1.0)
+    assert gc.get_freeze_count() == 0 and frozen_depth() == 0
+
+
+def test_concurrent_runs_share_one_freeze_and_the_last_one_gives_it_back() -> None:
+    order: list[tuple[str, int, bool]] = []
+
+    @frozen_heap
+    async def run(name: str, wait: float) -> None:
+        await asyncio.sleep(wait)
+        order.append((name, frozen_depth(), gc.get_freeze_count() > 0))
+
+    async def both() -> None:
+        await asyncio.gather(run("short", 0.01), run("long", 0.05))
+        order.append(("after", frozen_depth(), gc.get_freeze_count() > 0))
+
+    asyncio.run(both())
+    assert order == [("short", 2, True), ("long", 1, True), ("after", 0, False)]
