@@ -131,16 +131,18 @@ def test_responses_are_stored_byte_for_byte_as_sqlalchemy_stores_them(two) -> No
         [_response(i) for i in range(5)],
         # a key stored already, and one twice in the same call: neither is inserted again
         [_response(2, status="parsed"), _response(7), _response(7, reason="second")],
+        # JSON columns given None (SQLAlchemy binds it through the type: JSON null)
+        [_response(9, prompt=None, settings=None, image_hashes=None, item_id=None)],
     ]
     paths: list[str] = []
     slow, fast = _both(
         two, tables.responses, ["cache_key"], calls, paths=paths, returning=["id", "cache_key"]
     )
-    assert paths == ["driver", "driver"]  # one statement per call, built by BulkInsert
+    assert paths == ["driver"] * 3  # one statement per call, built by BulkInsert
     assert fast == slow
-    assert [len(r) for r in fast] == [5, 1]
+    assert [len(r) for r in fast] == [5, 1, 1]
     assert _cells(two[1][1], "responses") == _cells(two[0][1], "responses")
-    assert len(_cells(two[1][1], "responses")) == 6
+    assert len(_cells(two[1][1], "responses")) == 7
 
 
 def test_predictions_and_upserted_results_match_too(two) -> None:
