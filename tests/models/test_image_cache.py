@@ -1,5 +1,6 @@
 """Encoded images kept per (source file, policy): the bytes are exactly a fresh encode's, a
-changed file or policy misses, the disk copy is private, atomic, verified and bounded."""
+changed file or policy misses, the disk copy is private, atomic, verified and bounded; a
+source that already fits the policy is sent as it is, any other re-encoded."""
 
 from __future__ import annotations
 
@@ -47,8 +48,10 @@ def write_png(path: Path, seed: int, shape=(90, 140, 3)) -> Path:
 
 def from_url(url: str) -> bytes:
     head, _, b64 = url.partition(",")
-    assert head == "data:image/jpeg;base64"
-    return base64.b64decode(b64)
+    blob = base64.b64decode(b64)
+    png = blob[:8] == b"\x89PNG\r\n\x1a\n"
+    assert head == ("data:image/png;base64" if png else "data:image/jpeg;base64")
+    return blob
 
 
 @pytest.fixture(autouse=True)
@@ -58,7 +61,9 @@ def _fresh_memory():
     MEMORY.clear()
 
 
-POLICIES = [{}, {"max_side": 64}, {"max_side": 64, "jpeg_quality": 40}, {"max_side": 500}]
+POLICIES = [{"max_side": 64}, {"max_side": 64, "jpeg_quality": 40}, {"max_side": 139}]
+"""Each re-encodes the 90x140 test image (its longer side is over ``max_side``)."""
+ENC = {"max_side": 64}
 
 
 @pytest.mark.parametrize("policy", POLICIES)
@@ -70,10 +75,96 @@ def test_cached_bytes_equal_a_fresh_encode(tmp_path, policy):
     assert from_url(cache.data_url(img, policy)) == ref  # encoded
     assert from_url(cache.data_url(img, policy)) == ref  # memory
     MEMORY.clear()
-    assert cache.jpeg(img, policy) == ref  # disk, as a later process reads it
+    assert cache.image_bytes(img, policy) == ref  # disk, as a later process reads it
     assert cache.stats == {"memory": 1, "disk": 1, "encoded": 1}
     assert from_url(data_url(img, policy)) == ref
     assert np.array_equal(np.asarray(load_pil(img, policy)), np.asarray(_pil(ref)))
+
+
+def _save(path: Path, mode: str = "RGB", size=(40, 30), **kw) -> Path:
+    from PIL import Image
+
+    rng = np.random.default_rng(7)
+    bands = len(mode) if mode in ("RGB", "RGBA") else 1
+    arr = rng.integers(0, 255, (size[1], size[0], bands), np.uint8)
+    Image.fromarray(arr.squeeze(), mode).save(path, **kw)
+    return path
+
+
+def test_a_source_that_fits_the_policy_is_sent_as_it_is(tmp_path):
+    """A minimal client's bytes: no second JPEG generation, no CPU; never copied to disk."""
+    folder = tmp_path / "cache"
+    cache = ImageCache(folder, min_encode_s=0)
+    for img in (
+        _save(tmp_path / "a.png"),
+        _save(tmp_path / "b.jpg", quality=95),
+        _save(tmp_path / "g.png", "L"),
+        write_png(tmp_path / "c.png", 1),  # 90x140, at the policy's max side exactly
+    ):
+        policy = {"max_side": 140, "jpeg_quality": 40}
+        assert encode_image(img, policy) == img.read_bytes()
+        url = cache.data_url(img, policy)
+        assert from_url(url) == img.read_bytes()
+        assert url.startswith("data:image/png" if img.suffix == ".png" else "data:image/jpeg")
+        assert np.array_equal(np.asarray(load_pil(img, policy)), np.asarray(_pil(img.read_bytes())))
+    assert not list(folder.rglob("*.img")) and cache.stats["encoded"] == 4
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "too big a side",
+        "too many bytes",
+        "alpha",
+        "palette",
+        "transparency",
+        "16-bit",
+        "rotated",
+        "frames",
+    ],
+)
+def test_any_other_source_is_re_encoded(tmp_path, case, monkeypatch):
+    from PIL import Image
+
+    from truthline.models import _images
+
+    path = tmp_path / ("x.jpg" if case == "rotated" else "x.png")
+    policy: dict = {"max_side": 64}
+    if case == "too big a side":
+        _save(path, size=(65, 10))
+    elif case == "too many bytes":
+        _save(path)
+        monkeypatch.setattr(_images, "KEEP_MAX_BYTES", path.stat().st_size - 1)
+    elif case == "alpha":
+        _save(path, "RGBA")
+    elif case == "palette":
+        _save(path, "RGB").replace(path)
+        Image.open(path).convert("P").save(path)
+    elif case == "transparency":
+        _save(path, "RGB", transparency=(0, 0, 0))
+    elif case == "16-bit":
+        import cv2
+
+        cv2.imwrite(str(path), np.random.default_rng(3).integers(0, 65535, (20, 30, 3), np.uint16))
+    elif case == "rotated":
+        exif = Image.Exif()
+        exif[0x0112] = 6
+        _save(path, exif=exif)
+    else:
+        frames = [Image.new("RGB", (20, 20), c) for c in ("red", "blue")]
+        frames[0].save(path, save_all=True, append_images=frames[1:])
+    out = encode_image(path, policy)
+    assert out != path.read_bytes() and out[:2] == b"\xff\xd8"  # a JPEG made here
+    assert out == reference_encode(path, policy)
+
+
+def test_a_corrupt_source_that_would_be_kept_is_refused(tmp_path):
+    from truthline.errors import TruthlineError
+
+    img = _save(tmp_path / "a.jpg")
+    img.write_bytes(img.read_bytes()[: img.stat().st_size // 2])  # truncated
+    with pytest.raises(TruthlineError, match=r"a\.jpg: cannot encode image"):
+        encode_image(img, {})
 
 
 def _pil(jpeg: bytes):
@@ -85,20 +176,20 @@ def _pil(jpeg: bytes):
 def test_a_changed_file_or_policy_misses(tmp_path):
     img = write_png(tmp_path / "a.png", 1)
     cache = ImageCache(tmp_path / "cache", min_encode_s=0)
-    first = cache.jpeg(img, {"max_side": 64})
+    first = cache.image_bytes(img, {"max_side": 64})
     write_png(img, 2)  # same path and size, other pixels
     os.utime(img, ns=(1, 1))
-    second = cache.jpeg(img, {"max_side": 64})
+    second = cache.image_bytes(img, {"max_side": 64})
     assert second == reference_encode(img, {"max_side": 64}) != first
-    assert cache.jpeg(img, {"max_side": 48}) == reference_encode(img, {"max_side": 48})
-    assert cache.jpeg(img, {"max_side": 64, "jpeg_quality": 30}) == reference_encode(
+    assert cache.image_bytes(img, {"max_side": 48}) == reference_encode(img, {"max_side": 48})
+    assert cache.image_bytes(img, {"max_side": 64, "jpeg_quality": 30}) == reference_encode(
         img, {"max_side": 64, "jpeg_quality": 30}
     )
     assert cache.stats["encoded"] == 4
     # detail is sent beside the image, not in it: no new encode
-    assert cache.jpeg(img, {"max_side": 64, "detail": "low"}) == second
+    assert cache.image_bytes(img, {"max_side": 64, "detail": "low"}) == second
     assert cache.stats["encoded"] == 4
-    files = sorted(p.name for p in (tmp_path / "cache").rglob("*.jpg"))
+    files = sorted(p.name for p in (tmp_path / "cache").rglob("*.img"))
     assert len(files) == 4 and len({f.split(".")[1] for f in files}) == 3
 
 
@@ -106,44 +197,44 @@ def test_disk_entries_are_private_verified_and_rewritten_when_torn(tmp_path):
     img = write_png(tmp_path / "a.png", 3)
     folder = tmp_path / "cache"
     cache = ImageCache(folder, min_encode_s=0)
-    ref = cache.jpeg(img, {})
-    (entry,) = folder.rglob("*.jpg")
+    ref = cache.image_bytes(img, ENC)
+    (entry,) = folder.rglob("*.img")
     assert stat.S_IMODE(entry.stat().st_mode) == 0o600
     assert stat.S_IMODE(entry.parent.stat().st_mode) == 0o700
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     assert not [p for p in folder.rglob(".tmp-*")]
     entry.write_bytes(entry.read_bytes()[:-10])  # torn
     MEMORY.clear()
-    assert cache.jpeg(img, {}) == ref
+    assert cache.image_bytes(img, ENC) == ref
     assert cache.stats["disk"] == 0 and cache.stats["encoded"] == 2
     MEMORY.clear()
-    assert cache.jpeg(img, {}) == ref
+    assert cache.image_bytes(img, ENC) == ref
     assert cache.stats["disk"] == 1
 
 
 def test_the_disk_cache_is_bounded_and_clearable(tmp_path):
     folder = tmp_path / "cache"
     imgs = [write_png(tmp_path / f"{i}.png", i) for i in range(8)]
-    one = len(encode_image(imgs[0], {})) + 32
+    one = len(encode_image(imgs[0], ENC)) + 32
     cache = ImageCache(folder, max_disk_bytes=3 * one, min_encode_s=0)
     for i, img in enumerate(imgs):
-        cache.jpeg(img, {})
+        cache.image_bytes(img, ENC)
         os.utime(next(folder.rglob(f"*{_sha(img)}*")), (i, i))  # a clear order of use
-    held = sorted(folder.rglob("*.jpg"), key=lambda p: p.stat().st_mtime)
+    held = sorted(folder.rglob("*.img"), key=lambda p: p.stat().st_mtime)
     assert sum(p.stat().st_size for p in held) <= 3 * one
     assert 1 <= len(held) <= 3
     assert _sha(imgs[-1]) in held[-1].name  # the newest stays
     assert not any(_sha(imgs[0]) in p.name for p in held)
     before = cache.stats["encoded"]
     MEMORY.clear()
-    assert cache.jpeg(imgs[-1], {}) == encode_image(imgs[-1], {})
-    assert cache.jpeg(imgs[0], {}) == encode_image(imgs[0], {})  # pruned: encoded again
+    assert cache.image_bytes(imgs[-1], ENC) == encode_image(imgs[-1], ENC)
+    assert cache.image_bytes(imgs[0], ENC) == encode_image(imgs[0], ENC)  # pruned: encoded again
     assert cache.stats["encoded"] == before + 1
-    held = list(folder.rglob("*.jpg"))
+    held = list(folder.rglob("*.img"))
     held_bytes = sum(p.stat().st_size for p in held)
     files, size = clear_image_cache(folder)
     assert (files, size) == (len(held), held_bytes)
-    assert not list(folder.rglob("*.jpg"))
+    assert not list(folder.rglob("*.img"))
     assert MEMORY.size == 0
 
 
@@ -153,14 +244,14 @@ def test_a_cache_folder_deleted_during_a_run_is_made_again(tmp_path):
     folder = tmp_path / "cache"
     cache = ImageCache(folder, min_encode_s=0)
     img = write_png(tmp_path / "a.png", 1)
-    ref = cache.jpeg(img, {})
+    ref = cache.image_bytes(img, ENC)
     shutil.rmtree(folder)  # by hand, while the process runs
     for _ in range(2):  # the first write after it fails (skipped), the next makes the folder
         MEMORY.clear()
-        assert cache.jpeg(img, {}) == ref  # sent all the same
+        assert cache.image_bytes(img, ENC) == ref  # sent all the same
     MEMORY.clear()
-    assert cache.jpeg(img, {}) == ref
-    assert len(list(folder.rglob("*.jpg"))) == 1 and cache.stats["disk"] == 1
+    assert cache.image_bytes(img, ENC) == ref
+    assert len(list(folder.rglob("*.img"))) == 1 and cache.stats["disk"] == 1
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
 
 
@@ -186,9 +277,10 @@ def test_an_image_cheaper_to_encode_than_to_keep_stays_in_memory_only(tmp_path):
     folder = tmp_path / "cache"
     img = write_png(tmp_path / "a.png", 4)
     cache = ImageCache(folder, min_encode_s=60.0)  # no encode takes a minute
-    ref = cache.jpeg(img, {})
-    assert ref == reference_encode(img, {}) and not list(folder.rglob("*.jpg"))
-    assert cache.jpeg(img, {}) == ref and cache.stats == {"memory": 1, "disk": 0, "encoded": 1}
+    ref = cache.image_bytes(img, ENC)
+    assert ref == reference_encode(img, ENC) and not list(folder.rglob("*.img"))
+    assert cache.image_bytes(img, ENC) == ref
+    assert cache.stats == {"memory": 1, "disk": 0, "encoded": 1}
 
 
 def test_the_openai_backend_sends_cached_bytes_and_keeps_them_in_the_workspace(
@@ -232,4 +324,4 @@ def test_the_openai_backend_sends_cached_bytes_and_keeps_them_in_the_workspace(
     assert sorted(from_url(u) for u in sent) == sorted(
         reference_encode(img, policy) for img in imgs for _ in range(2)
     )
-    assert len(list((tmp_path / "image-cache").rglob("*.jpg"))) == 3
+    assert len(list((tmp_path / "image-cache").rglob("*.img"))) == 3

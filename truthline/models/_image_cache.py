@@ -2,19 +2,21 @@
 
 The same item image goes to every model, prompt variant and rerun. Decoding, resizing and
 re-encoding it as JPEG each time (``encode_image``) was the runner's largest CPU cost per
-sample beyond the HTTP client, so the encoded bytes are kept, keyed by what decides them:
+sample beyond the HTTP client, so a source that already fits the policy is sent as it is
+(``_images.KEEP_MAX_BYTES``) and the encoded bytes are kept, keyed by what decides them:
 the SHA-256 of the source file and a tag of the encoder (``max_side``, ``jpeg_quality``,
 the Pillow version, ``ENCODER``). A changed file or policy is another key; ``detail`` is
 not part of it (it does not change the bytes). What comes back is exactly what
 ``encode_image`` returns for that file and policy.
 
-On disk: ``<workspace>/image-cache/<sha[:2]>/<sha>.<tag>.jpg``, folders 0700, files 0600,
+On disk: ``<workspace>/image-cache/<sha[:2]>/<sha>.<tag>.img``, folders 0700, files 0600,
 each written to a temporary file and renamed into place, the payload behind its own
 SHA-256 (a torn or altered file is re-encoded, never sent). The folder is bounded
 (``max_disk_bytes``, default 2 GiB; the least recently used files go first) and
 ``clear_image_cache`` empties it; deleting it by hand is safe too. Only images that took
 ``DISK_MIN_ENCODE_S`` or more to encode are kept there (a tiny image is cheaper to encode
-again than to write and read back).
+again than to write and read back), and never a source sent as it is (the file is its own
+copy).
 """
 
 from __future__ import annotations
@@ -33,8 +35,10 @@ from typing import Any
 
 from truthline.errors import TruthlineError
 
-ENCODER = 1
-"""Bump when ``encode_image`` changes the bytes it makes: old cache entries then miss."""
+ENCODER = 2
+"""Bump when ``encode_image`` changes the bytes it makes: old cache entries then miss (an
+answer's key holds the source's hash and the policy, not these bytes: stored answers stay
+found). 2: a source that already fits the policy is sent as it is."""
 
 CACHE_DIR = "image-cache"
 DEFAULT_DISK_BYTES = 2 << 30
@@ -43,7 +47,6 @@ DISK_MIN_ENCODE_S = 0.001
 """Only an image whose encode took at least this long is kept on disk: writing an entry
 costs ~0.4 ms and reading one ~0.07 ms, so a thumbnail that encodes in 0.2 ms is cheaper to
 encode again than to keep (a camera frame or a render, 10-50 ms, is kept)."""
-_PREFIX = "data:image/jpeg;base64,"
 _DIGEST = 32
 
 
@@ -71,7 +74,9 @@ def encoder_tag(policy: dict[str, Any] | None) -> str:
     if tag is None:
         import PIL
 
-        ident = json.dumps([ENCODER, *params, PIL.__version__])
+        from truthline.models._images import KEEP_MAX_BYTES
+
+        ident = json.dumps([ENCODER, KEEP_MAX_BYTES, *params, PIL.__version__])
         tag = _TAGS[params] = hashlib.sha256(ident.encode()).hexdigest()[:16]
     return tag
 
@@ -134,8 +139,8 @@ class ImageCache:
         self._lock = threading.Lock()
 
     def data_url(self, path: Path, policy: dict[str, Any] | None = None) -> str:
-        """``data:image/jpeg;base64,...`` of ``encode_image(path, policy)``."""
-        from truthline.models._images import image_hash
+        """``data:<mime>;base64,...`` of ``encode_image(path, policy)``."""
+        from truthline.models._images import image_hash, mime_of
 
         tag = encoder_tag(policy)
         key = (image_hash(path), tag)
@@ -143,25 +148,26 @@ class ImageCache:
         if url is not None:
             self.stats["memory"] += 1
             return url
-        jpeg = self._from_disk(key)
-        if jpeg is None:
+        blob = self._from_disk(key)
+        if blob is None:
             t0 = time.perf_counter()
-            sha, jpeg = self._encode(path, policy)
+            sha, blob, kept = self._encode(path, policy)
             key = (sha, tag)
-            if time.perf_counter() - t0 >= self.min_encode_s:
-                self._to_disk(key, jpeg)
-        url = _PREFIX + base64.b64encode(jpeg).decode("ascii")
+            if not kept and time.perf_counter() - t0 >= self.min_encode_s:
+                self._to_disk(key, blob)
+        url = f"data:{mime_of(blob)};base64," + base64.b64encode(blob).decode("ascii")
         MEMORY.put(key, url)
         return url
 
-    def jpeg(self, path: Path, policy: dict[str, Any] | None = None) -> bytes:
+    def image_bytes(self, path: Path, policy: dict[str, Any] | None = None) -> bytes:
         """``encode_image(path, policy)``, from the cache when it holds it."""
-        return base64.b64decode(self.data_url(path, policy)[len(_PREFIX) :])
+        return base64.b64decode(self.data_url(path, policy).partition(",")[2])
 
     # -- encoding and disk ---------------------------------------------------------------
-    def _encode(self, path: Path, policy: dict[str, Any] | None) -> tuple[str, bytes]:
-        """The source's hash and its encoding, from one read of the file (a file changed
-        since it was hashed is stored under the hash of what was encoded)."""
+    def _encode(self, path: Path, policy: dict[str, Any] | None) -> tuple[str, bytes, bool]:
+        """The source's hash, its encoding and whether that is the source itself, from one
+        read of the file (a file changed since it was hashed is stored under the hash of what
+        was encoded)."""
         from truthline.models._images import encode_bytes
 
         try:
@@ -169,13 +175,14 @@ class ImageCache:
         except OSError as exc:
             raise TruthlineError(f"{path}: cannot read image ({exc.strerror})") from None
         self.stats["encoded"] += 1
-        return hashlib.sha256(data).hexdigest(), encode_bytes(data, path, policy)
+        blob = encode_bytes(data, path, policy)
+        return hashlib.sha256(data).hexdigest(), blob, blob is data  # kept: the same object
 
     def _file(self, key: tuple[str, str]) -> Path | None:
         if self.folder is None:
             return None
         sha, tag = key
-        return self.folder / sha[:2] / f"{sha}.{tag}.jpg"
+        return self.folder / sha[:2] / f"{sha}.{tag}.img"
 
     def _from_disk(self, key: tuple[str, str]) -> bytes | None:
         f = self._file(key)
@@ -185,28 +192,28 @@ class ImageCache:
             blob = f.read_bytes()
         except OSError:
             return None
-        digest, jpeg = blob[:_DIGEST], blob[_DIGEST:]
-        if len(blob) <= _DIGEST or hashlib.sha256(jpeg).digest() != digest:
+        digest, payload = blob[:_DIGEST], blob[_DIGEST:]
+        if len(blob) <= _DIGEST or hashlib.sha256(payload).digest() != digest:
             with contextlib.suppress(OSError):  # torn or altered: encode again
                 f.unlink()
             return None
         with contextlib.suppress(OSError):  # its use time, for the size bound
             os.utime(f)
         self.stats["disk"] += 1
-        return jpeg
+        return payload
 
-    def _to_disk(self, key: tuple[str, str], jpeg: bytes) -> None:
+    def _to_disk(self, key: tuple[str, str], payload: bytes) -> None:
         """Write one entry atomically (0600); a cache that cannot be written is skipped
         (the run still sends the image it just encoded)."""
         f = self._file(key)
         if f is None:
             return
-        blob = hashlib.sha256(jpeg).digest() + jpeg
+        blob = hashlib.sha256(payload).digest() + payload
         try:
             if f.parent not in self._dirs:  # one check per folder, not two stats per image
                 _private_dir(f.parent)
                 self._dirs.add(f.parent)
-            fd, tmp = tempfile.mkstemp(dir=f.parent, prefix=".tmp-", suffix=".jpg")
+            fd, tmp = tempfile.mkstemp(dir=f.parent, prefix=".tmp-", suffix=".img")
             try:
                 with os.fdopen(fd, "wb") as fh:
                     fh.write(blob)

@@ -1,4 +1,5 @@
-"""Images per the declared image policy: resized to a max side, JPEG at a quality, hashed.
+"""Images per the declared image policy: sent as they are when they already fit it, else
+resized to a max side and JPEG-encoded at a quality; hashed.
 
 The cache key uses the hash of the source file (the policy is part of the settings), so
 re-encoding never changes which answer a request maps to. ``data_url`` and ``load_pil``
@@ -33,8 +34,24 @@ def image_hash(path: Path) -> str:
     return h
 
 
+KEEP_MAX_BYTES = 512 << 10
+"""A source at most this big that already fits the policy is sent as it is (a minimal client's
+bytes, as Inspect AI sends a file): re-encoding it would cost CPU and fidelity (a second JPEG
+generation, ringing on line art) and save little. A bigger file is re-encoded to keep each
+request small (a photo-like 1024 px PNG is ~1-3 MB; its JPEG ~0.2 MB)."""
+_KEPT = ("JPEG", "PNG")
+_PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+_ORIENTATION = 0x0112
+
+
+def mime_of(blob: bytes) -> str:
+    """The media type of bytes ``encode_image`` made (a kept PNG, else JPEG)."""
+    return "image/png" if blob[:8] == _PNG_MAGIC else "image/jpeg"
+
+
 def encode_image(path: Path, policy: dict[str, Any] | None = None) -> bytes:
-    """JPEG bytes of ``path`` with its longer side at most ``max_side`` pixels."""
+    """The bytes sent for ``path``: the file itself when it already fits the policy (see
+    ``encode_bytes``), else a JPEG with its longer side at most ``max_side`` pixels."""
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
@@ -42,8 +59,26 @@ def encode_image(path: Path, policy: dict[str, Any] | None = None) -> bytes:
     return encode_bytes(data, path, policy)
 
 
+def _fits(src: Any, data: bytes, max_side: int) -> bool:
+    """Whether the source already is what a re-encode would make it, but for compression:
+    JPEG or PNG (every OpenAI-compatible server takes both), at most ``KEEP_MAX_BYTES``,
+    longer side within ``max_side``, 8-bit RGB or grey with no transparency, one frame, and
+    no EXIF rotation (a server honouring it would show what a re-encode, which drops it, does
+    not)."""
+    if src.format not in _KEPT or len(data) > KEEP_MAX_BYTES or max(src.size) > max_side:
+        return False
+    if src.mode not in ("RGB", "L") or "transparency" in src.info:
+        return False
+    if getattr(src, "n_frames", 1) != 1:
+        return False
+    if src.format == "PNG" and (not src.tile or src.tile[0][3] != src.mode):
+        return False  # 16-bit samples (raw mode RGB;16B): PIL reads them as 8-bit RGB
+    return src.format != "JPEG" or src.getexif().get(_ORIENTATION, 1) == 1
+
+
 def encode_bytes(data: bytes, path: Path, policy: dict[str, Any] | None = None) -> bytes:
-    """``encode_image`` of a file's bytes already read (``path`` names it in errors)."""
+    """``encode_image`` of a file's bytes already read (``path`` names it in errors); returns
+    ``data`` itself when the source is kept."""
     from PIL import Image
 
     policy = policy or {}
@@ -51,18 +86,21 @@ def encode_bytes(data: bytes, path: Path, policy: dict[str, Any] | None = None) 
     quality = int(policy.get("jpeg_quality", 85))
     try:
         with Image.open(io.BytesIO(data)) as src:
+            if _fits(src, data, max_side):
+                src.load()  # a truncated or corrupt file fails here, as its re-encode would
+                return data
             im = src.convert("RGB")
             if max(im.size) > max_side:
                 im.thumbnail((max_side, max_side), Image.Resampling.LANCZOS)
             buf = io.BytesIO()
             im.save(buf, format="JPEG", quality=quality)
-    except OSError as exc:
+    except (OSError, SyntaxError) as exc:  # PIL: SyntaxError for a broken PNG chunk
         raise TruthlineError(f"{path}: cannot encode image ({exc})") from None
     return buf.getvalue()
 
 
 def data_url(path: Path, policy: dict[str, Any] | None = None) -> str:
-    """``data:image/jpeg;base64,...`` of ``encode_image(path, policy)``, encoded once per
+    """``data:<mime>;base64,...`` of ``encode_image(path, policy)``, encoded once per
     process."""
     from truthline.models._image_cache import memory_cache
 
@@ -75,5 +113,5 @@ def load_pil(path: Path, policy: dict[str, Any] | None = None, cache: Any = None
 
     from truthline.models._image_cache import memory_cache
 
-    jpeg = (cache or memory_cache()).jpeg(path, policy)
-    return Image.open(io.BytesIO(jpeg)).convert("RGB")
+    blob = (cache or memory_cache()).image_bytes(path, policy)
+    return Image.open(io.BytesIO(blob)).convert("RGB")
