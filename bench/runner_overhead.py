@@ -45,7 +45,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
-import io
 import shutil
 import statistics
 import subprocess
@@ -172,20 +171,6 @@ def raw_data_url(path: Path) -> str:
     return f"data:{mime};base64," + base64.b64encode(path.read_bytes()).decode()
 
 
-def _jpeg(path: Path, policy: dict) -> bytes:
-    """A JPEG re-encode at the policy's side and quality, whatever the source."""
-    from PIL import Image
-
-    with Image.open(path) as src:
-        im = src.convert("RGB")
-        side = int(policy.get("max_side", 1024))
-        if max(im.size) > side:
-            im.thumbnail((side, side), Image.Resampling.LANCZOS)
-        buf = io.BytesIO()
-        im.save(buf, format="JPEG", quality=int(policy.get("jpeg_quality", 85)))
-    return buf.getvalue()
-
-
 def bare(url: str, reqs, concurrency: int, mode: str = "raw") -> None:
     """``mode``: ``raw`` (the baseline), ``reencode`` (a JPEG re-encode per request, the
     old baseline), ``create`` (the SDK's ``chat.completions.create``, re-encoding) or
@@ -193,6 +178,7 @@ def bare(url: str, reqs, concurrency: int, mode: str = "raw") -> None:
     import openai
 
     from truthline.fields import parse_fields, parse_json_answer
+    from truthline.models._images import reencode
     from truthline.models._openai import _request_options
 
     def messages(r) -> list[dict]:
@@ -202,7 +188,10 @@ def bare(url: str, reqs, concurrency: int, mode: str = "raw") -> None:
             if mode in ("raw", "workers"):
                 u = raw_data_url(p)
             else:
-                u = "data:image/jpeg;base64," + base64.b64encode(_jpeg(p, policy)).decode()
+                u = (
+                    "data:image/jpeg;base64,"
+                    + base64.b64encode(reencode(p.read_bytes(), p, policy)).decode()
+                )
             content.append({"type": "image_url", "image_url": {"url": u, "detail": "auto"}})
         sys_ = [{"role": "system", "content": r.system}] if r.system else []
         return [*sys_, {"role": "user", "content": content}]

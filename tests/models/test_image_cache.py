@@ -20,7 +20,7 @@ from truthline.models._image_cache import (
     clear_image_cache,
     default_image_cache_dir,
 )
-from truthline.models._images import data_url, encode_image, load_pil
+from truthline.models._images import data_url, encode_image, load_pil, reencode
 from truthline.models._stub import StubServer
 
 
@@ -103,6 +103,7 @@ def test_a_source_that_fits_the_policy_is_sent_as_it_is(tmp_path):
     ):
         policy = {"max_side": 140, "jpeg_quality": 40}
         assert encode_image(img, policy) == img.read_bytes()
+        assert reencode(img.read_bytes(), img, policy) == reference_encode(img, policy)
         url = cache.data_url(img, policy)
         assert from_url(url) == img.read_bytes()
         assert url.startswith("data:image/png" if img.suffix == ".png" else "data:image/jpeg")

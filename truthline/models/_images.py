@@ -81,21 +81,39 @@ def encode_bytes(data: bytes, path: Path, policy: dict[str, Any] | None = None) 
     ``data`` itself when the source is kept."""
     from PIL import Image
 
-    policy = policy or {}
-    max_side = int(policy.get("max_side", 1024))
-    quality = int(policy.get("jpeg_quality", 85))
+    max_side = int((policy or {}).get("max_side", 1024))
     try:
         with Image.open(io.BytesIO(data)) as src:
             if _fits(src, data, max_side):
                 src.load()  # a truncated or corrupt file fails here, as its re-encode would
                 return data
-            im = src.convert("RGB")
-            if max(im.size) > max_side:
-                im.thumbnail((max_side, max_side), Image.Resampling.LANCZOS)
-            buf = io.BytesIO()
-            im.save(buf, format="JPEG", quality=quality)
+            return _jpeg(src, policy)
     except (OSError, SyntaxError) as exc:  # PIL: SyntaxError for a broken PNG chunk
         raise TruthlineError(f"{path}: cannot encode image ({exc})") from None
+
+
+def reencode(data: bytes, path: Path, policy: dict[str, Any] | None = None) -> bytes:
+    """A JPEG of the source at the policy's side and quality, whether or not it fits (what
+    every image cost before sources were kept; bench/runner_overhead.py's reference row)."""
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(data)) as src:
+            return _jpeg(src, policy)
+    except (OSError, SyntaxError) as exc:
+        raise TruthlineError(f"{path}: cannot encode image ({exc})") from None
+
+
+def _jpeg(src: Any, policy: dict[str, Any] | None) -> bytes:
+    from PIL import Image
+
+    policy = policy or {}
+    max_side = int(policy.get("max_side", 1024))
+    im = src.convert("RGB")
+    if max(im.size) > max_side:
+        im.thumbnail((max_side, max_side), Image.Resampling.LANCZOS)
+    buf = io.BytesIO()
+    im.save(buf, format="JPEG", quality=int(policy.get("jpeg_quality", 85)))
     return buf.getvalue()
 
 
