@@ -21,7 +21,7 @@ from sqlalchemy import select
 from truthline.audit._data import REVIEW_ARMS, Annotation, AuditData, leaf_of
 from truthline.errors import FieldValueError, TruthlineError
 from truthline.fields import EntityList
-from truthline.store import Store, now, resolve_snapshot, tables
+from truthline.store import Store, now, resolve_snapshot, rows_with_json, tables
 from truthline.vocab import Arm, Provenance, Slice
 
 PROVENANCES: tuple[str, ...] = tuple(Provenance)
@@ -625,7 +625,8 @@ def load_gold(store: Store, project: str, snapshot: str | None = None, slice_: s
                 )
             ).all()
         )
-        rows = conn.execute(
+        rows = rows_with_json(  # the JSON cells decoded at once (store._json_rows)
+            conn,
             select(
                 t.gold.c.item_id,
                 t.gold.c.field_path,
@@ -640,8 +641,8 @@ def load_gold(store: Store, project: str, snapshot: str | None = None, slice_: s
             )
             .join(t.items, t.items.c.id == t.gold.c.item_id)
             .where(t.gold.c.snapshot == snap)
-            .order_by(t.gold.c.item_id, t.gold.c.field_path)
-        ).all()
+            .order_by(t.gold.c.item_id, t.gold.c.field_path),
+        )
         gone = active_withdrawals(conn, project)
     items: dict[int, GoldItem] = {}
     withdrawn: dict[str, str] = {}

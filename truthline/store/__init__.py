@@ -3,12 +3,14 @@
 Public API: ``Store`` (open + migrate), ``StoreError``, ``explain`` (one line for a
 database error), ``tables`` (the table objects), ``now``, ``json_hash``, ``redact_url``;
 ``lineage`` (one item field's whole history, a ``Lineage``), ``last_pull``,
-``item_task_urls`` and ``task_url`` (Label Studio task links); ``mark_simulated``,
+``item_task_urls`` and ``task_url`` (Label Studio task links); ``rows_with_json`` (a
+query's rows with their JSON cells decoded in one pass on SQLite); ``mark_simulated``,
 ``register_simulated``, ``mark_registered``, ``simulated_annotators`` and ``shown_name``
 (SIMULATED annotators, marked in the store).
 """
 
 from truthline.store import _tables as tables
+from truthline.store._json_rows import rows_with_json
 from truthline.store._lineage import Lineage, item_task_urls, last_pull, lineage, task_url
 from truthline.store._migrations import LATEST as SCHEMA_VERSION
 from truthline.store._simulated import (
@@ -42,6 +44,7 @@ __all__ = [
     "redact_url",
     "register_simulated",
     "resolve_snapshot",
+    "rows_with_json",
     "shown_name",
     "simulated_annotators",
     "tables",

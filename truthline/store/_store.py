@@ -17,6 +17,7 @@ from sqlalchemy.exc import DatabaseError, DataError, DBAPIError, OperationalErro
 
 from truthline.errors import TruthlineError
 from truthline.store import _tables as t
+from truthline.store._json_rows import rows_with_json
 from truthline.store._migrations import LATEST, current_version, migrate
 from truthline.store._snapshots import resolve_snapshot
 from truthline.store._status import AnnotationCounts, GoldCounts, PredictionCounts, StageCounts
@@ -284,10 +285,8 @@ class Store:
     # -- items ------------------------------------------------------------------------
     def items(self, project: str) -> list[dict[str, Any]]:
         with self.begin() as conn:
-            rows = conn.execute(
-                select(t.items).where(t.items.c.project == project).order_by(t.items.c.id)
-            )
-            return [dict(r._mapping) for r in rows]
+            stmt = select(t.items).where(t.items.c.project == project).order_by(t.items.c.id)
+            return [dict(zip(r._fields, r, strict=True)) for r in rows_with_json(conn, stmt)]
 
     def item_ids_by_key(self, project: str) -> dict[str, int]:
         with self.begin() as conn:
