@@ -77,6 +77,10 @@ def _encode(obj: Any) -> Any:
     raise TypeError(f"cannot journal {type(obj).__name__}")
 
 
+_JSON = json.JSONEncoder(default=_encode, separators=(",", ":"))
+"""One encoder for every record (``json.dumps`` with options builds one per call)."""
+
+
 class Journal:
     """This run's journal file: ``write`` response rows as they arrive and ``sync`` them
     (``append`` both at once), ``done`` when every row is in the store (the file goes),
@@ -166,9 +170,7 @@ class Journal:
         power loss those since the last ``sync``. Raises ``JournalFullError`` when even
         the reserved space is gone."""
         data = b"".join(
-            json.dumps({"row": row, "update": rid}, default=_encode, separators=(",", ":")).encode()
-            + b"\n"
-            for row, rid in recs
+            _JSON.encode({"row": row, "update": rid}).encode() + b"\n" for row, rid in recs
         )
         try:
             self._write(data, sync=False)
