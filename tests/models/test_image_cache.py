@@ -76,7 +76,7 @@ def test_cached_bytes_equal_a_fresh_encode(tmp_path, policy):
     assert from_url(cache.data_url(img, policy)) == ref  # memory
     MEMORY.clear()
     assert cache.image_bytes(img, policy) == ref  # disk, as a later process reads it
-    assert cache.stats == {"memory": 1, "disk": 1, "encoded": 1}
+    assert cache.stats == {"memory": 1, "kept": 0, "disk": 1, "encoded": 1}
     assert from_url(data_url(img, policy)) == ref
     assert np.array_equal(np.asarray(load_pil(img, policy)), np.asarray(_pil(ref)))
 
@@ -108,7 +108,8 @@ def test_a_source_that_fits_the_policy_is_sent_as_it_is(tmp_path):
         assert from_url(url) == img.read_bytes()
         assert url.startswith("data:image/png" if img.suffix == ".png" else "data:image/jpeg")
         assert np.array_equal(np.asarray(load_pil(img, policy)), np.asarray(_pil(img.read_bytes())))
-    assert not list(folder.rglob("*.img")) and cache.stats["encoded"] == 4
+    assert not list(folder.rglob("*.img"))
+    assert cache.stats == {"memory": 0, "kept": 4, "disk": 0, "encoded": 0}
 
 
 @pytest.mark.parametrize(
@@ -281,7 +282,7 @@ def test_an_image_cheaper_to_encode_than_to_keep_stays_in_memory_only(tmp_path):
     ref = cache.image_bytes(img, ENC)
     assert ref == reference_encode(img, ENC) and not list(folder.rglob("*.img"))
     assert cache.image_bytes(img, ENC) == ref
-    assert cache.stats == {"memory": 1, "disk": 0, "encoded": 1}
+    assert cache.stats == {"memory": 1, "kept": 0, "disk": 0, "encoded": 1}
 
 
 def test_the_openai_backend_sends_cached_bytes_and_keeps_them_in_the_workspace(
@@ -326,3 +327,16 @@ def test_the_openai_backend_sends_cached_bytes_and_keeps_them_in_the_workspace(
         reference_encode(img, policy) for img in imgs for _ in range(2)
     )
     assert len(list((tmp_path / "image-cache").rglob("*.img"))) == 3
+
+
+def test_a_source_too_big_to_keep_is_read_from_disk_after_its_first_encode(tmp_path, monkeypatch):
+    from truthline.models import _images
+
+    monkeypatch.setattr(_images, "KEEP_MAX_BYTES", 1000)  # the 38 KB test image is "big"
+    img = write_png(tmp_path / "a.png", 5)
+    cache = ImageCache(tmp_path / "cache", min_encode_s=0)
+    first = cache.image_bytes(img, {"max_side": 500})  # fits the side, not the byte bound
+    assert first == reference_encode(img, {"max_side": 500}) != img.read_bytes()
+    MEMORY.clear()
+    assert cache.image_bytes(img, {"max_side": 500}) == first
+    assert cache.stats == {"memory": 0, "kept": 0, "disk": 1, "encoded": 1}

@@ -121,7 +121,8 @@ MEMORY = _Memory(DEFAULT_MEMORY_BYTES)
 class ImageCache:
     """Encoded images of one workspace (``folder``; None: memory only).
 
-    ``stats`` counts where each image came from: ``memory``, ``disk`` or ``encoded``."""
+    ``stats`` counts where each image came from: ``memory``, ``kept`` (the source sent as it
+    is), ``disk`` or ``encoded``."""
 
     def __init__(
         self,
@@ -133,14 +134,14 @@ class ImageCache:
         self.folder = folder
         self.max_disk_bytes = max_disk_bytes
         self.min_encode_s = DISK_MIN_ENCODE_S if min_encode_s is None else min_encode_s
-        self.stats = {"memory": 0, "disk": 0, "encoded": 0}
+        self.stats = {"memory": 0, "kept": 0, "disk": 0, "encoded": 0}
         self._disk_size: int | None = None
         self._dirs: set[Path] = set()
         self._lock = threading.Lock()
 
     def data_url(self, path: Path, policy: dict[str, Any] | None = None) -> str:
         """``data:<mime>;base64,...`` of ``encode_image(path, policy)``."""
-        from truthline.models._images import image_hash, mime_of
+        from truthline.models._images import KEEP_MAX_BYTES, image_hash, keeps, mime_of, reencode
 
         tag = encoder_tag(policy)
         key = (image_hash(path), tag)
@@ -148,12 +149,23 @@ class ImageCache:
         if url is not None:
             self.stats["memory"] += 1
             return url
-        blob = self._from_disk(key)
-        if blob is None:
-            t0 = time.perf_counter()
-            sha, blob, kept = self._encode(path, policy)
+        data = blob = None
+        if _size(path) <= KEEP_MAX_BYTES:  # may be sent as it is: looked at before the disk
+            sha, data = self._read(path)
             key = (sha, tag)
-            if not kept and time.perf_counter() - t0 >= self.min_encode_s:
+            if keeps(data, path, policy):
+                blob = data
+                self.stats["kept"] += 1
+        if blob is None:
+            blob = self._from_disk(key)
+        if blob is None:
+            if data is None:
+                sha, data = self._read(path)
+                key = (sha, tag)
+            t0 = time.perf_counter()
+            blob = reencode(data, path, policy)
+            self.stats["encoded"] += 1
+            if time.perf_counter() - t0 >= self.min_encode_s:
                 self._to_disk(key, blob)
         url = f"data:{mime_of(blob)};base64," + base64.b64encode(blob).decode("ascii")
         MEMORY.put(key, url)
@@ -163,20 +175,16 @@ class ImageCache:
         """``encode_image(path, policy)``, from the cache when it holds it."""
         return base64.b64decode(self.data_url(path, policy).partition(",")[2])
 
-    # -- encoding and disk ---------------------------------------------------------------
-    def _encode(self, path: Path, policy: dict[str, Any] | None) -> tuple[str, bytes, bool]:
-        """The source's hash, its encoding and whether that is the source itself, from one
-        read of the file (a file changed since it was hashed is stored under the hash of what
-        was encoded)."""
-        from truthline.models._images import encode_bytes
-
+    # -- reading and disk ----------------------------------------------------------------
+    @staticmethod
+    def _read(path: Path) -> tuple[str, bytes]:
+        """The source's bytes and their hash, from one read (a file changed since it was
+        hashed is kept under the hash of what was read)."""
         try:
             data = Path(path).read_bytes()
         except OSError as exc:
             raise TruthlineError(f"{path}: cannot read image ({exc.strerror})") from None
-        self.stats["encoded"] += 1
-        blob = encode_bytes(data, path, policy)
-        return hashlib.sha256(data).hexdigest(), blob, blob is data  # kept: the same object
+        return hashlib.sha256(data).hexdigest(), data
 
     def _file(self, key: tuple[str, str]) -> Path | None:
         if self.folder is None:
@@ -232,6 +240,13 @@ class ImageCache:
                 self._disk_size += len(blob)
             if self._disk_size > self.max_disk_bytes:
                 self._disk_size = _prune(self.folder, int(self.max_disk_bytes * 0.9))
+
+
+def _size(path: Path) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError as exc:
+        raise TruthlineError(f"{path}: cannot read image ({exc.strerror})") from None
 
 
 def _private_dir(path: Path) -> None:

@@ -79,15 +79,23 @@ def _fits(src: Any, data: bytes, max_side: int) -> bool:
 def encode_bytes(data: bytes, path: Path, policy: dict[str, Any] | None = None) -> bytes:
     """``encode_image`` of a file's bytes already read (``path`` names it in errors); returns
     ``data`` itself when the source is kept."""
+    return data if keeps(data, path, policy) else reencode(data, path, policy)
+
+
+def keeps(data: bytes, path: Path, policy: dict[str, Any] | None = None) -> bool:
+    """Whether these source bytes are sent as they are (``_fits``); a corrupt file that
+    would be is refused, naming ``path``."""
     from PIL import Image
 
     max_side = int((policy or {}).get("max_side", 1024))
+    if len(data) > KEEP_MAX_BYTES:
+        return False
     try:
         with Image.open(io.BytesIO(data)) as src:
-            if _fits(src, data, max_side):
-                src.load()  # a truncated or corrupt file fails here, as its re-encode would
-                return data
-            return _jpeg(src, policy)
+            if not _fits(src, data, max_side):
+                return False
+            src.load()  # a truncated or corrupt file fails here, as its re-encode would
+            return True
     except (OSError, SyntaxError) as exc:  # PIL: SyntaxError for a broken PNG chunk
         raise TruthlineError(f"{path}: cannot encode image ({exc})") from None
 
