@@ -298,8 +298,8 @@ SCENARIO_TEXT = {
 }
 
 
-def measure(n: int, args: argparse.Namespace) -> dict[str, tuple[float, float]]:
-    """Median ``(wall, cpu)`` per path at ``n`` requests."""
+def measure(n: int, args: argparse.Namespace) -> dict[str, list[tuple[float, float]]]:
+    """``(wall, cpu)`` per path at ``n`` requests, one pair per round (in round order)."""
     tmp = Path(tempfile.mkdtemp(prefix="truthline-bench-"))
     fx = Fixture(tmp, n)
     srv = subprocess.Popen(
@@ -338,20 +338,37 @@ def measure(n: int, args: argparse.Namespace) -> dict[str, tuple[float, float]]:
                     got = timed(lambda s=store, p=path: p(url, fx, s, args.concurrency))
                     figures.setdefault(f"{name} {scenario}", []).append(got)
                     store.close()
+            # the round's bare loop: the mean of one before and one after its real paths, so
+            # a machine speeding up or slowing down within the round moves both sides alike
+            end = timed(paths["bare"])
+            start = figures["bare"][-1]
+            figures["bare"][-1] = ((start[0] + end[0]) / 2, (start[1] + end[1]) / 2)
     finally:
         srv.terminate()
         srv.wait()
         shutil.rmtree(tmp, ignore_errors=True)
-    return {
-        k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
-        for k, v in figures.items()
-    }
+    return figures
+
+
+def summary(rounds: list[tuple[float, float]], bare: list[tuple[float, float]]):
+    """Median wall and CPU of a path, and the median and range of its per-round CPU ratio to
+    the bare loop of the same round (a machine whose speed drifts between rounds moves both
+    sides of a round's ratio alike; a ratio of medians would take the drift in)."""
+    ratios = [c / b for (_, c), (_, b) in zip(rounds, bare, strict=True)]
+    return (
+        statistics.median(w for w, _ in rounds),
+        statistics.median(c for _, c in rounds),
+        statistics.median(ratios),
+        (min(ratios), max(ratios)),
+    )
 
 
 NOTE = (
     "CPU per sample (process_time, every thread) of the real paths against a bare AsyncOpenAI "
     "+ semaphore loop sending each image file's raw bytes, same stub server (another process), "
-    "median of {repeat} interleaved rounds, stub latency {lat} ms, concurrency {conc}. "
+    "median of {repeat} interleaved rounds (each ratio: the median of the rounds' ratios to "
+    "the same round's bare loop, their range beside it), stub latency {lat} ms, concurrency "
+    "{conc}. "
     "Scenarios: cold = first run (every image hashed and encoded); disk = rerun in a new "
     "process (images encoded in the workspace's image-cache/); memory = images already "
     "encoded in this process (another model or variant). The 32 px test PNGs fit the "
@@ -374,20 +391,25 @@ def main() -> None:
     sizes = [int(x) for x in args.sizes.split(",")]
     print(
         f"runner overhead: 1 image per request, concurrency {args.concurrency}, stub latency "
-        f"{args.latency * 1000:.0f} ms, median of {args.repeat} interleaved rounds"
+        f"{args.latency * 1000:.0f} ms, median of {args.repeat} interleaved rounds (ratios: "
+        "the median of each round's ratio to that round's bare loop)"
     )
     rows: list[dict] = []
     cpu: dict[str, list[tuple[int, float]]] = {}
     for n in sizes:
-        med = measure(n, args)
-        bc = med["bare"][1]
+        figures = measure(n, args)
+        bc = summary(figures["bare"], figures["bare"])[1]
         print(f"\nn = {n:,}")
-        for name, (w, c) in med.items():
+        for name, rounds in figures.items():
+            w, c, ratio, (lo, hi) = summary(rounds, figures["bare"])
             cpu.setdefault(name, []).append((n, c))
-            ratio = c / bc
             scen = name.rsplit(" ", 1)[-1]
             what = f" ({SCENARIO_TEXT[scen]})" if scen in SCENARIO_TEXT else ""
-            tail = "" if name == "bare" else f"  CPU/sample {ratio:.3f}x of bare{what}"
+            tail = (
+                ""
+                if name == "bare"
+                else f"  CPU/sample {ratio:.3f}x of bare (rounds {lo:.2f}-{hi:.2f}){what}"
+            )
             print(
                 f"  {name:24s}: {n / w:8.1f} samples/s  {1000 * c / n:6.3f} ms CPU/sample{tail}",
                 flush=True,
@@ -396,7 +418,9 @@ def main() -> None:
                 row(
                     f"runner CPU/sample, {name}" + (f" ({SCENARIO_TEXT[scen]})" if what else ""),
                     f"{1000 * c / n:.3f} ms",
-                    "" if name == "bare" else f"{1000 * bc / n:.3f} ms (bare loop, raw bytes)",
+                    ""
+                    if name == "bare"
+                    else f"{1000 * bc / n:.3f} ms (bare loop, raw bytes); rounds {lo:.2f}-{hi:.2f}x",
                     ratio=None if name == "bare" else ratio,
                     n=n,
                 )
