@@ -178,7 +178,7 @@ class ImageCache:
     # -- reading and disk ----------------------------------------------------------------
     @staticmethod
     def _read(path: Path) -> tuple[str, bytes]:
-        """The source's bytes and their hash, from one read (a file changed since it was
+        """``(sha256, bytes)`` of the source from one read (a file changed since it was
         hashed is kept under the hash of what was read)."""
         try:
             data = Path(path).read_bytes()

@@ -7,8 +7,8 @@ a runner whose whole budget is ~1.3 ms). On SQLite the cells are JSON text, so t
 fetched as it is stored and every JSON cell of the result is decoded by one ``json.loads``
 of a JSON array made of them: the same values as SQLAlchemy's SQLite JSON type reads (SQL
 NULL is None; a number is kept as SQLite returns it: a column declared JSON has numeric
-affinity, so ``3`` is stored as the integer 3, not as text). PostgreSQL's driver hands back decoded values
-already; there the statement runs unchanged.
+affinity, so ``3`` is stored as the integer 3, not as text). PostgreSQL's driver hands
+back decoded values already; there the statement runs unchanged.
 """
 
 from __future__ import annotations
