@@ -398,7 +398,7 @@ def main() -> None:
     cpu: dict[str, list[tuple[int, float]]] = {}
     for n in sizes:
         figures = measure(n, args)
-        bc = summary(figures["bare"], figures["bare"])[1]
+        bc = statistics.median(c for _, c in figures["bare"])
         print(f"\nn = {n:,}")
         for name, rounds in figures.items():
             w, c, ratio, (lo, hi) = summary(rounds, figures["bare"])

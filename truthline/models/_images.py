@@ -9,9 +9,11 @@ workspace also keep the encoded bytes on disk there.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -59,13 +61,12 @@ def encode_image(path: Path, policy: dict[str, Any] | None = None) -> bytes:
     return encode_bytes(data, path, policy)
 
 
-def _fits(src: Any, data: bytes, max_side: int) -> bool:
-    """Whether the source already is what a re-encode would make it, but for compression:
-    JPEG or PNG (every OpenAI-compatible server takes both), at most ``KEEP_MAX_BYTES``,
-    longer side within ``max_side``, 8-bit RGB or grey with no transparency, one frame, and
-    no EXIF rotation (a server honouring it would show what a re-encode, which drops it, does
-    not)."""
-    if src.format not in _KEPT or len(data) > KEEP_MAX_BYTES or max(src.size) > max_side:
+def _fits(src: Any, max_side: int) -> bool:
+    """Whether the opened source already is what a re-encode would make it, but for
+    compression: JPEG or PNG (every OpenAI-compatible server takes both), longer side within
+    ``max_side``, 8-bit RGB or grey with no transparency, one frame, and no EXIF rotation (a
+    server honouring it would show what a re-encode, which drops it, does not)."""
+    if src.format not in _KEPT or max(src.size) > max_side:
         return False
     if src.mode not in ("RGB", "L") or "transparency" in src.info:
         return False
@@ -83,32 +84,33 @@ def encode_bytes(data: bytes, path: Path, policy: dict[str, Any] | None = None) 
 
 
 def keeps(data: bytes, path: Path, policy: dict[str, Any] | None = None) -> bool:
-    """Whether these source bytes are sent as they are (``_fits``); a corrupt file that
-    would be is refused, naming ``path``."""
-    from PIL import Image
-
-    max_side = int((policy or {}).get("max_side", 1024))
+    """Whether these source bytes are sent as they are (at most ``KEEP_MAX_BYTES`` and
+    ``_fits``); a corrupt file that would be is refused, naming ``path``."""
     if len(data) > KEEP_MAX_BYTES:
         return False
-    try:
-        with Image.open(io.BytesIO(data)) as src:
-            if not _fits(src, data, max_side):
-                return False
-            src.load()  # a truncated or corrupt file fails here, as its re-encode would
-            return True
-    except (OSError, SyntaxError) as exc:  # PIL: SyntaxError for a broken PNG chunk
-        raise TruthlineError(f"{path}: cannot encode image ({exc})") from None
+    with _opened(data, path) as src:
+        if not _fits(src, int((policy or {}).get("max_side", 1024))):
+            return False
+        src.load()  # a truncated or corrupt file fails here, as its re-encode would
+        return True
 
 
 def reencode(data: bytes, path: Path, policy: dict[str, Any] | None = None) -> bytes:
     """A JPEG of the source at the policy's side and quality, whether or not it fits (what
     every image cost before sources were kept; bench/runner_overhead.py's reference row)."""
+    with _opened(data, path) as src:
+        return _jpeg(src, policy)
+
+
+@contextlib.contextmanager
+def _opened(data: bytes, path: Path) -> Iterator[Any]:
+    """The source opened by PIL; any decode error it raises becomes one naming ``path``."""
     from PIL import Image
 
     try:
         with Image.open(io.BytesIO(data)) as src:
-            return _jpeg(src, policy)
-    except (OSError, SyntaxError) as exc:
+            yield src
+    except (OSError, SyntaxError) as exc:  # PIL: SyntaxError for a broken PNG chunk
         raise TruthlineError(f"{path}: cannot encode image ({exc})") from None
 
 
