@@ -5,6 +5,7 @@ source that already fits the policy is sent as it is, any other re-encoded."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import os
 import stat
@@ -52,6 +53,25 @@ def from_url(url: str) -> bytes:
     png = blob[:8] == b"\x89PNG\r\n\x1a\n"
     assert head == ("data:image/png;base64" if png else "data:image/jpeg;base64")
     return blob
+
+
+def image_requests(
+    tiny, imgs: list[Path], policy: dict | None = None, variant: str = "q"
+) -> list[ModelRequest]:
+    """One benchmark request per image of the tiny project, ``variant`` in its prompt."""
+    return [
+        ModelRequest(
+            project="tiny",
+            item_id=None,
+            purpose="benchmark",
+            system=None,
+            user=f"{variant} {i}",
+            images=[img],
+            fields=tiny.field_types,
+            settings={"temperature": 0.0, "max_tokens": 32, "image_policy": policy or {}},
+        )
+        for i, img in enumerate(imgs)
+    ]
 
 
 @pytest.fixture(autouse=True)
@@ -305,19 +325,7 @@ def test_the_openai_backend_sends_cached_bytes_and_keeps_them_in_the_workspace(
     stub = StubServer(answer=answer).start()
     try:
         for variant in ("a", "b"):  # a second prompt: the same images, no new encode
-            reqs = [
-                ModelRequest(
-                    project="tiny",
-                    item_id=None,
-                    purpose="benchmark",
-                    system=None,
-                    user=f"{variant} {i}",
-                    images=[img],
-                    fields=tiny.field_types,
-                    settings={"temperature": 0.0, "max_tokens": 32, "image_policy": policy},
-                )
-                for i, img in enumerate(imgs)
-            ]
+            reqs = image_requests(tiny, imgs, policy, variant)
             out = run_requests(store, f"openai:m@{stub.url}", reqs, progress=False)
             assert [r.status for r in out] == ["parsed"] * 3
     finally:
@@ -340,3 +348,84 @@ def test_a_source_too_big_to_keep_is_read_from_disk_after_its_first_encode(tmp_p
     MEMORY.clear()
     assert cache.image_bytes(img, {"max_side": 500}) == first
     assert cache.stats == {"memory": 0, "kept": 0, "disk": 1, "encoded": 1}
+
+
+@pytest.fixture
+def reads(monkeypatch):
+    """Every read of a source file (the hash for the key, the bytes to send), by name."""
+    from truthline.models import _images
+
+    _images._HASHES.clear()
+    seen: list[str] = []
+    real = _images.read_source
+
+    def counted(path):
+        seen.append(Path(path).name)
+        return real(path)
+
+    monkeypatch.setattr(_images, "read_source", counted)
+    yield seen
+    _images._HASHES.clear()
+
+
+def test_a_run_reads_each_small_source_once(tmp_path, tiny, store, reads):
+    from truthline.models._images import HELD
+
+    imgs = [write_png(tmp_path / f"{i}.png", 30 + i, (32, 48, 3)) for i in range(3)]
+    sent: list[bytes] = []
+
+    def answer(body: dict) -> str:
+        for part in body["messages"][-1]["content"]:
+            if part["type"] == "image_url":
+                sent.append(from_url(part["image_url"]["url"]))
+        return '{"label": "cat", "count": 1}'
+
+    stub = StubServer(answer=answer).start()
+    try:
+        out = run_requests(
+            store, f"openai:m@{stub.url}", image_requests(tiny, imgs), progress=False
+        )
+        assert [r.status for r in out] == ["parsed"] * 3
+        # hashed for the key, then sent from the bytes that hashing read: one read each
+        assert sorted(reads) == ["0.png", "1.png", "2.png"]
+        assert sorted(sent) == sorted(img.read_bytes() for img in imgs)
+        assert (HELD.size, HELD.runs) == (0, 0)
+
+        from truthline.models import _images
+
+        _images._HASHES.clear()  # hashed again, and every answer is stored: nothing sent
+        out = run_requests(
+            store, f"openai:m@{stub.url}", image_requests(tiny, imgs), progress=False
+        )
+        assert all(r.cached for r in out) and len(sent) == 3
+        assert (HELD.size, HELD.runs) == (0, 0)  # what the run held is released at its end
+    finally:
+        stub.stop()
+
+
+def test_held_sources_are_bounded_and_kept_only_while_a_run_lives(tmp_path, reads, monkeypatch):
+    from truthline.models._images import HELD, image_hash, source
+
+    a, b = (write_png(tmp_path / f"{n}.png", i, (32, 32, 3)) for i, n in enumerate("ab"))
+    image_hash(a)  # no run: nothing held
+    assert HELD.size == 0
+    monkeypatch.setattr(HELD, "max_bytes", a.stat().st_size)  # room for one
+    MEMORY.clear()
+    reads.clear()
+    from truthline.models import _images
+
+    _images._HASHES.clear()
+    HELD.enter()
+    try:
+        ha, hb = image_hash(a), image_hash(b)
+        assert reads == ["a.png", "b.png"] and HELD.size == a.stat().st_size
+        assert source(a) == (ha, a.read_bytes()) and reads == ["a.png", "b.png"]  # held
+        assert source(b) == (hb, b.read_bytes()) and reads[-1] == "b.png"  # read again
+        image_hash(a)  # memoized: not read, not held again
+        assert HELD.size == 0
+        write_png(a, 99, (40, 32, 3))  # rewritten after hashing: the bytes read now count
+        sha, data = source(a)
+        assert data == a.read_bytes() and sha == hashlib.sha256(data).hexdigest() != ha
+    finally:
+        HELD.leave()
+    assert (HELD.size, HELD.runs) == (0, 0)

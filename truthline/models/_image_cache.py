@@ -33,8 +33,6 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from truthline.errors import TruthlineError
-
 ENCODER = 2
 """Bump when ``encode_image`` changes the bytes it makes: old cache entries then miss (an
 answer's key holds the source's hash and the policy, not these bytes: stored answers stay
@@ -141,7 +139,14 @@ class ImageCache:
 
     def data_url(self, path: Path, policy: dict[str, Any] | None = None) -> str:
         """``data:<mime>;base64,...`` of ``encode_image(path, policy)``."""
-        from truthline.models._images import KEEP_MAX_BYTES, image_hash, keeps, mime_of, reencode
+        from truthline.models._images import (
+            image_hash,
+            keeps,
+            mime_of,
+            read_source,
+            reencode,
+            source,
+        )
 
         tag = encoder_tag(policy)
         key = (image_hash(path), tag)
@@ -149,19 +154,18 @@ class ImageCache:
         if url is not None:
             self.stats["memory"] += 1
             return url
-        data = blob = None
-        if _size(path) <= KEEP_MAX_BYTES:  # may be sent as it is: looked at before the disk
-            sha, data = self._read(path)
-            key = (sha, tag)
-            if keeps(data, path, policy):
-                blob = data
-                self.stats["kept"] += 1
+        blob = None
+        sha, data = source(path)  # a small file's bytes: it may be sent as it is
+        key = (sha, tag)
+        if data is not None and keeps(data, path, policy):
+            blob = data
+            self.stats["kept"] += 1
         if blob is None:
             blob = self._from_disk(key)
         if blob is None:
             if data is None:
-                sha, data = self._read(path)
-                key = (sha, tag)
+                data = read_source(path)
+                key = (hashlib.sha256(data).hexdigest(), tag)
             t0 = time.perf_counter()
             blob = reencode(data, path, policy)
             self.stats["encoded"] += 1
@@ -176,16 +180,6 @@ class ImageCache:
         return base64.b64decode(self.data_url(path, policy).partition(",")[2])
 
     # -- reading and disk ----------------------------------------------------------------
-    @staticmethod
-    def _read(path: Path) -> tuple[str, bytes]:
-        """``(sha256, bytes)`` of the source from one read (a file changed since it was
-        hashed is kept under the hash of what was read)."""
-        try:
-            data = Path(path).read_bytes()
-        except OSError as exc:
-            raise TruthlineError(f"{path}: cannot read image ({exc.strerror})") from None
-        return hashlib.sha256(data).hexdigest(), data
-
     def _file(self, key: tuple[str, str]) -> Path | None:
         if self.folder is None:
             return None
@@ -240,13 +234,6 @@ class ImageCache:
                 self._disk_size += len(blob)
             if self._disk_size > self.max_disk_bytes:
                 self._disk_size = _prune(self.folder, int(self.max_disk_bytes * 0.9))
-
-
-def _size(path: Path) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError as exc:
-        raise TruthlineError(f"{path}: cannot read image ({exc.strerror})") from None
 
 
 def _private_dir(path: Path) -> None:

@@ -10,30 +10,135 @@ workspace also keep the encoded bytes on disk there.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import io
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from truthline.errors import TruthlineError
 
-_HASHES: dict[tuple[str, int, int], str] = {}
+P = ParamSpec("P")
+T = TypeVar("T")
+
+_Stat = tuple[str, int, int]
+"""What names one version of a file for the process: (path, size, mtime_ns)."""
+_HASHES: dict[_Stat, str] = {}
 
 
-def image_hash(path: Path) -> str:
-    """SHA-256 of a file's bytes, memoized per (path, size, mtime) for the process."""
+def _stat(path: Path) -> _Stat:
     try:
         st = os.stat(path)
     except OSError as exc:
         raise TruthlineError(f"{path}: cannot read image ({exc.strerror})") from None
-    key = (str(path), st.st_size, st.st_mtime_ns)
-    h = _HASHES.get(key)
+    return (str(path), st.st_size, st.st_mtime_ns)
+
+
+def image_hash(path: Path) -> str:
+    """SHA-256 of a file's bytes, memoized per (path, size, mtime) for the process."""
+    return _hash(path, _stat(path))
+
+
+def _hash(path: Path, stat: _Stat) -> str:
+    h = _HASHES.get(stat)
     if h is None:
-        h = hashlib.sha256(Path(path).read_bytes()).hexdigest()
-        _HASHES[key] = h
+        data = read_source(path)
+        h = _HASHES[stat] = hashlib.sha256(data).hexdigest()
+        if len(data) <= KEEP_MAX_BYTES:
+            HELD.put(stat, data)
     return h
+
+
+HELD_MAX_BYTES = 32 << 20
+
+
+class _Held:
+    """Small sources' bytes read to hash them, held until they are sent (``source``).
+
+    Why: a run hashes every image for its answer keys before the first request, then
+    reads each image again to send it; for a thumbnail the second read and hash cost as
+    much as the send. Bytes are held only while a run lives (``holds_sources``; the last to
+    end releases what is left, e.g. images whose answers were stored). Keys are made in
+    request order and images sent in about that order, so once ``max_bytes`` are held new
+    ones are not (dropping the oldest would drop the next to be sent); what is not held is
+    read again."""
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes = max_bytes
+        self.size = 0
+        self.runs = 0
+        self._data: dict[_Stat, bytes] = {}
+        self._lock = threading.Lock()
+
+    def put(self, stat: _Stat, data: bytes) -> None:
+        with self._lock:
+            if self.runs and stat not in self._data and self.size + len(data) <= self.max_bytes:
+                self._data[stat] = data
+                self.size += len(data)
+
+    def take(self, stat: _Stat) -> bytes | None:
+        with self._lock:
+            data = self._data.pop(stat, None)
+            if data is not None:
+                self.size -= len(data)
+            return data
+
+    def enter(self) -> None:
+        with self._lock:
+            self.runs += 1
+
+    def leave(self) -> None:
+        with self._lock:
+            self.runs -= 1
+            if not self.runs:
+                self._data.clear()
+                self.size = 0
+
+
+HELD = _Held(HELD_MAX_BYTES)
+
+
+def holds_sources(
+    fn: Callable[P, Coroutine[Any, Any, T]],
+) -> Callable[P, Coroutine[Any, Any, T]]:
+    """Run the coroutine function ``fn`` (a model run) with ``HELD`` keeping the bytes of
+    the sources it hashes until it sends them."""
+
+    @functools.wraps(fn)
+    async def run(*args: P.args, **kwargs: P.kwargs) -> T:
+        HELD.enter()
+        try:
+            return await fn(*args, **kwargs)
+        finally:
+            HELD.leave()
+
+    return run
+
+
+def source(path: Path) -> tuple[str, bytes | None]:
+    """``(sha256, bytes)`` of a source: the bytes when the file is small enough to be sent
+    as it is (``KEEP_MAX_BYTES``), taken from ``HELD`` when hashing it left them there, else
+    read and hashed (a file changed since it was hashed is kept under the hash of what was
+    read); None for a bigger file (read only if it must be re-encoded)."""
+    stat = _stat(path)
+    data = HELD.take(stat)
+    if data is not None:
+        return _HASHES[stat], data
+    if stat[1] > KEEP_MAX_BYTES:
+        return _hash(path, stat), None
+    data = read_source(path)
+    return hashlib.sha256(data).hexdigest(), data
+
+
+def read_source(path: Path) -> bytes:
+    """A source file's bytes; an unreadable one is an error naming it."""
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise TruthlineError(f"{path}: cannot read image ({exc.strerror})") from None
 
 
 KEEP_MAX_BYTES = 512 << 10

@@ -36,7 +36,7 @@ from truthline.errors import AnswerFormatError, TruthlineError
 from truthline.fields import parse_answer, parse_fields, request_grammar
 from truthline.models._claims import ClaimBook, Claims, Holder
 from truthline.models._heap import frozen_heap
-from truthline.models._images import image_hash
+from truthline.models._images import holds_sources, image_hash
 from truthline.models._journal import Journal, default_journal_dir, replay
 from truthline.models._prices import price_known
 from truthline.models._registry import Backend, get_backend
@@ -553,6 +553,7 @@ class _Run:
 
 
 @frozen_heap
+@holds_sources
 async def arun_requests(
     store: Any,
     spec: str | ModelSpec,
