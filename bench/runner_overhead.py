@@ -298,8 +298,13 @@ SCENARIO_TEXT = {
 }
 
 
-def measure(n: int, args: argparse.Namespace) -> dict[str, list[tuple[float, float]]]:
-    """``(wall, cpu)`` per path at ``n`` requests, one pair per round (in round order)."""
+def measure(
+    n: int, args: argparse.Namespace
+) -> tuple[dict[str, list[tuple[float, float]]], dict[str, list[tuple[float, float]]]]:
+    """``(wall, cpu)`` per path at ``n`` requests, one pair per round (in round order), and
+    each path's own bare loop per round: the mean of the bare runs just before and just
+    after it (every path sits between two bare runs, so a machine whose speed drifts
+    within a round moves both sides of each ratio alike)."""
     tmp = Path(tempfile.mkdtemp(prefix="truthline-bench-"))
     fx = Fixture(tmp, n)
     srv = subprocess.Popen(
@@ -309,6 +314,7 @@ def measure(n: int, args: argparse.Namespace) -> dict[str, list[tuple[float, flo
         cwd=ROOT,
     )
     figures: dict[str, list[tuple[float, float]]] = {}
+    own_bare: dict[str, list[tuple[float, float]]] = {}
     scenarios = [x for x in args.scenarios.split(",") if x]
     try:
         assert srv.stdout is not None
@@ -318,42 +324,58 @@ def measure(n: int, args: argparse.Namespace) -> dict[str, list[tuple[float, flo
             store = fx.store()
             reqs = fx.requests(store, f"bare-{rep}")
             store.close()
-            paths: dict[str, Callable[[], object]] = {
-                "bare": lambda r=reqs: bare(url, r, args.concurrency)
-            }
+
+            def run_bare(r=reqs) -> None:
+                bare(url, r, args.concurrency)
+
+            paths: dict[str, Callable[[], object]] = {}
             if args.reference:
                 paths["bare, re-encode"] = lambda r=reqs: bare(url, r, args.concurrency, "reencode")
                 paths["bare create()"] = lambda r=reqs: bare(url, r, args.concurrency, "create")
                 paths["bare workers"] = lambda r=reqs: bare(url, r, args.concurrency, "workers")
                 paths["bare, heap frozen"] = lambda r=reqs: _frozen(bare, url, r, args.concurrency)
-            for name, fn in paths.items():
-                figures.setdefault(name, []).append(timed(fn))
+
+            def real(path: Callable[..., None], scenario: str) -> Callable[[], object]:
+                def go() -> object:
+                    store = fx.store()  # made and closed outside the timed call
+                    set_scenario(fx, scenario)
+                    try:
+                        return timed(lambda: path(url, fx, store, args.concurrency))
+                    finally:
+                        store.close()
+
+                return go
+
+            timed_paths: dict[str, Callable[[], tuple[float, float]]] = {
+                name: (lambda fn=fn: timed(fn)) for name, fn in paths.items()
+            }
             for scenario in scenarios:
                 for name, path in (
                     ("prefill()", ours_prefill),
                     ("run_benchmark()", ours_benchmark),
                 ):
-                    store = fx.store()
-                    set_scenario(fx, scenario)
-                    got = timed(lambda s=store, p=path: p(url, fx, s, args.concurrency))
-                    figures.setdefault(f"{name} {scenario}", []).append(got)
-                    store.close()
-            # the round's bare loop: the mean of one before and one after its real paths, so
-            # a machine speeding up or slowing down within the round moves both sides alike
-            end = timed(paths["bare"])
-            start = figures["bare"][-1]
-            figures["bare"][-1] = ((start[0] + end[0]) / 2, (start[1] + end[1]) / 2)
+                    timed_paths[f"{name} {scenario}"] = real(path, scenario)  # type: ignore[assignment]
+            bares = [timed(run_bare)]
+            for name, measure_path in timed_paths.items():
+                figures.setdefault(name, []).append(measure_path())
+                bares.append(timed(run_bare))
+                own_bare.setdefault(name, []).append(_mean(bares[-2:]))
+            figures.setdefault("bare", []).append(_mean(bares))
     finally:
         srv.terminate()
         srv.wait()
         shutil.rmtree(tmp, ignore_errors=True)
-    return figures
+    return figures, own_bare
+
+
+def _mean(runs: list[tuple[float, float]]) -> tuple[float, float]:
+    return (statistics.fmean(w for w, _ in runs), statistics.fmean(c for _, c in runs))
 
 
 def summary(rounds: list[tuple[float, float]], bare: list[tuple[float, float]]):
     """Median wall and CPU of a path, and the median and range of its per-round CPU ratio to
-    the bare loop of the same round (a machine whose speed drifts between rounds moves both
-    sides of a round's ratio alike; a ratio of medians would take the drift in)."""
+    its own bare loop in that round (the bare runs either side of it: a machine whose speed
+    drifts moves both sides of each ratio alike; a ratio of medians would take it in)."""
     ratios = [c / b for (_, c), (_, b) in zip(rounds, bare, strict=True)]
     return (
         statistics.median(w for w, _ in rounds),
@@ -367,7 +389,7 @@ NOTE = (
     "CPU per sample (process_time, every thread) of the real paths against a bare AsyncOpenAI "
     "+ semaphore loop sending each image file's raw bytes, same stub server (another process), "
     "median of {repeat} interleaved rounds (each ratio: the median of the rounds' ratios to "
-    "the same round's bare loop, their range beside it), stub latency {lat} ms, concurrency "
+    "the bare runs just before and after the path in that round, their range beside it), stub latency {lat} ms, concurrency "
     "{conc}. "
     "Scenarios: cold = first run (every image hashed and encoded); disk = rerun in a new "
     "process (images encoded in the workspace's image-cache/); memory = images already "
@@ -392,16 +414,16 @@ def main() -> None:
     print(
         f"runner overhead: 1 image per request, concurrency {args.concurrency}, stub latency "
         f"{args.latency * 1000:.0f} ms, median of {args.repeat} interleaved rounds (ratios: "
-        "the median of each round's ratio to that round's bare loop)"
+        "the median of each round's ratio to the bare runs either side of it)"
     )
     rows: list[dict] = []
     cpu: dict[str, list[tuple[int, float]]] = {}
     for n in sizes:
-        figures = measure(n, args)
+        figures, own_bare = measure(n, args)
         bc = statistics.median(c for _, c in figures["bare"])
         print(f"\nn = {n:,}")
-        for name, rounds in figures.items():
-            w, c, ratio, (lo, hi) = summary(rounds, figures["bare"])
+        for name, rounds in {"bare": figures.pop("bare"), **figures}.items():
+            w, c, ratio, (lo, hi) = summary(rounds, own_bare.get(name, rounds))
             cpu.setdefault(name, []).append((n, c))
             scen = name.rsplit(" ", 1)[-1]
             what = f" ({SCENARIO_TEXT[scen]})" if scen in SCENARIO_TEXT else ""
