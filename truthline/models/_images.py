@@ -125,8 +125,8 @@ def source(path: Path) -> tuple[str, bytes | None]:
     read); None for a bigger file (read only if it must be re-encoded)."""
     stat = _stat(path)
     data = HELD.take(stat)
-    if data is not None:
-        return _HASHES[stat], data
+    if data is not None:  # what was hashed (the memo may have been emptied meanwhile)
+        return _HASHES.get(stat) or hashlib.sha256(data).hexdigest(), data
     if stat[1] > KEEP_MAX_BYTES:
         return _hash(path, stat), None
     data = read_source(path)
