@@ -45,6 +45,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import functools
 import shutil
 import statistics
 import subprocess
@@ -298,6 +299,26 @@ SCENARIO_TEXT = {
 }
 
 
+REFERENCE_MODES = (
+    ("bare, re-encode", "reencode"),
+    ("bare create()", "create"),
+    ("bare workers", "workers"),
+)
+
+
+def timed_real(
+    path: Callable[..., None], scenario: str, url: str, fx: Fixture, concurrency: int
+) -> tuple[float, float]:
+    """One real path timed on a fresh store, the caches in ``scenario``'s state (the store
+    made and closed outside the timed call)."""
+    store = fx.store()
+    set_scenario(fx, scenario)
+    try:
+        return timed(lambda: path(url, fx, store, concurrency))
+    finally:
+        store.close()
+
+
 def measure(
     n: int, args: argparse.Namespace
 ) -> tuple[dict[str, list[tuple[float, float]]], dict[str, list[tuple[float, float]]]]:
@@ -325,39 +346,29 @@ def measure(
             reqs = fx.requests(store, f"bare-{rep}")
             store.close()
 
-            def run_bare(r=reqs) -> None:
-                bare(url, r, args.concurrency)
+            run_bare = functools.partial(bare, url, reqs, args.concurrency)
 
-            paths: dict[str, Callable[[], object]] = {}
+            # each entry times one path when called: the bare variants, then the real paths
+            timings: dict[str, Callable[[], tuple[float, float]]] = {}
             if args.reference:
-                paths["bare, re-encode"] = lambda r=reqs: bare(url, r, args.concurrency, "reencode")
-                paths["bare create()"] = lambda r=reqs: bare(url, r, args.concurrency, "create")
-                paths["bare workers"] = lambda r=reqs: bare(url, r, args.concurrency, "workers")
-                paths["bare, heap frozen"] = lambda r=reqs: _frozen(bare, url, r, args.concurrency)
-
-            def real(path: Callable[..., None], scenario: str) -> Callable[[], object]:
-                def go() -> object:
-                    store = fx.store()  # made and closed outside the timed call
-                    set_scenario(fx, scenario)
-                    try:
-                        return timed(lambda: path(url, fx, store, args.concurrency))
-                    finally:
-                        store.close()
-
-                return go
-
-            timed_paths: dict[str, Callable[[], tuple[float, float]]] = {
-                name: (lambda fn=fn: timed(fn)) for name, fn in paths.items()
-            }
+                for name, mode in REFERENCE_MODES:
+                    timings[name] = functools.partial(
+                        timed, functools.partial(bare, url, reqs, args.concurrency, mode)
+                    )
+                timings["bare, heap frozen"] = functools.partial(
+                    timed, functools.partial(_frozen, bare, url, reqs, args.concurrency)
+                )
             for scenario in scenarios:
                 for name, path in (
                     ("prefill()", ours_prefill),
                     ("run_benchmark()", ours_benchmark),
                 ):
-                    timed_paths[f"{name} {scenario}"] = real(path, scenario)  # type: ignore[assignment]
+                    timings[f"{name} {scenario}"] = functools.partial(
+                        timed_real, path, scenario, url, fx, args.concurrency
+                    )
             bares = [timed(run_bare)]
-            for name, measure_path in timed_paths.items():
-                figures.setdefault(name, []).append(measure_path())
+            for name, time_path in timings.items():
+                figures.setdefault(name, []).append(time_path())
                 bares.append(timed(run_bare))
                 own_bare.setdefault(name, []).append(_mean(bares[-2:]))
             figures.setdefault("bare", []).append(_mean(bares))
