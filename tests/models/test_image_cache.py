@@ -389,7 +389,7 @@ def test_a_run_reads_each_small_source_once(tmp_path, tiny, store, reads):
         # hashed for the key, then sent from the bytes that hashing read: one read each
         assert sorted(reads) == ["0.png", "1.png", "2.png"]
         assert sorted(sent) == sorted(img.read_bytes() for img in imgs)
-        assert (HELD.size, HELD.runs) == (0, 0)
+        assert (HELD.size, HELD.scope.depth) == (0, 0)
 
         from truthline.models import _images
 
@@ -398,7 +398,7 @@ def test_a_run_reads_each_small_source_once(tmp_path, tiny, store, reads):
             store, f"openai:m@{stub.url}", image_requests(tiny, imgs), progress=False
         )
         assert all(r.cached for r in out) and len(sent) == 3
-        assert (HELD.size, HELD.runs) == (0, 0)  # what the run held is released at its end
+        assert (HELD.size, HELD.scope.depth) == (0, 0)  # what the run held is released at its end
     finally:
         stub.stop()
 
@@ -415,7 +415,7 @@ def test_held_sources_are_bounded_and_kept_only_while_a_run_lives(tmp_path, read
     from truthline.models import _images
 
     _images._HASHES.clear()
-    HELD.enter()
+    HELD.scope.enter()
     try:
         ha, hb = image_hash(a), image_hash(b)
         assert reads == ["a.png", "b.png"] and HELD.size == a.stat().st_size
@@ -427,5 +427,5 @@ def test_held_sources_are_bounded_and_kept_only_while_a_run_lives(tmp_path, read
         sha, data = source(a)
         assert data == a.read_bytes() and sha == hashlib.sha256(data).hexdigest() != ha
     finally:
-        HELD.leave()
-    assert (HELD.size, HELD.runs) == (0, 0)
+        HELD.scope.leave()
+    assert (HELD.size, HELD.scope.depth) == (0, 0)

@@ -17,54 +17,17 @@ and only the last to finish unfreezes.
 
 from __future__ import annotations
 
-import functools
 import gc
-import threading
-from collections.abc import Callable, Coroutine
-from typing import Any, ParamSpec, TypeVar
 
-P = ParamSpec("P")
-T = TypeVar("T")
+from truthline.models._scope import RunScope
 
-_lock = threading.Lock()
-_depth = 0
-
-
-def _enter() -> None:
-    global _depth
-    with _lock:
-        if _depth == 0:
-            gc.freeze()
-        _depth += 1
-
-
-def _leave() -> None:
-    global _depth
-    with _lock:
-        _depth -= 1
-        if _depth == 0:
-            gc.unfreeze()
-
-
-def frozen_heap(
-    fn: Callable[P, Coroutine[Any, Any, T]],
-) -> Callable[P, Coroutine[Any, Any, T]]:
-    """Run the coroutine function ``fn`` with the heap it found frozen (see the module)."""
-
-    @functools.wraps(fn)
-    async def run(*args: P.args, **kwargs: P.kwargs) -> T:
-        _enter()
-        try:
-            return await fn(*args, **kwargs)
-        finally:
-            _leave()
-
-    return run
+frozen_heap = RunScope(gc.freeze, gc.unfreeze)
+"""Decorates a model run's coroutine function: it runs with the heap it found frozen."""
 
 
 def frozen_depth() -> int:
     """How many runs hold the freeze now (tests read it)."""
-    return _depth
+    return frozen_heap.depth
 
 
 __all__ = ["frozen_depth", "frozen_heap"]

@@ -10,19 +10,15 @@ workspace also keep the encoded bytes on disk there.
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import io
 import os
-import threading
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 from truthline.errors import TruthlineError
-
-P = ParamSpec("P")
-T = TypeVar("T")
+from truthline.models._scope import RunScope
 
 _Stat = tuple[str, int, int]
 """What names one version of a file for the process: (path, size, mtime_ns)."""
@@ -69,13 +65,17 @@ class _Held:
     def __init__(self, max_bytes: int):
         self.max_bytes = max_bytes
         self.size = 0
-        self.runs = 0
         self._data: dict[_Stat, bytes] = {}
-        self._lock = threading.Lock()
+        self.scope = RunScope(lambda: None, self._release)
+        self._lock = self.scope.lock  # a run ending must not race a put
 
     def put(self, stat: _Stat, data: bytes) -> None:
         with self._lock:
-            if self.runs and stat not in self._data and self.size + len(data) <= self.max_bytes:
+            if (
+                self.scope.depth
+                and stat not in self._data
+                and self.size + len(data) <= self.max_bytes
+            ):
                 self._data[stat] = data
                 self.size += len(data)
 
@@ -86,36 +86,15 @@ class _Held:
                 self.size -= len(data)
             return data
 
-    def enter(self) -> None:
-        with self._lock:
-            self.runs += 1
-
-    def leave(self) -> None:
-        with self._lock:
-            self.runs -= 1
-            if not self.runs:
-                self._data.clear()
-                self.size = 0
+    def _release(self) -> None:
+        self._data.clear()
+        self.size = 0
 
 
 HELD = _Held(HELD_MAX_BYTES)
-
-
-def holds_sources(
-    fn: Callable[P, Coroutine[Any, Any, T]],
-) -> Callable[P, Coroutine[Any, Any, T]]:
-    """Run the coroutine function ``fn`` (a model run) with ``HELD`` keeping the bytes of
-    the sources it hashes until it sends them."""
-
-    @functools.wraps(fn)
-    async def run(*args: P.args, **kwargs: P.kwargs) -> T:
-        HELD.enter()
-        try:
-            return await fn(*args, **kwargs)
-        finally:
-            HELD.leave()
-
-    return run
+holds_sources = HELD.scope
+"""Decorates a model run's coroutine function: while it lives, ``HELD`` keeps the bytes of
+the sources it hashes until it sends them."""
 
 
 def source(path: Path) -> tuple[str, bytes | None]:
