@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
+from tests.models._requests import numbered as _req
 from tests.prefill.conftest import STEEL_ANSWER
 from truthline.media import import_items
-from truthline.models import NOT_RUN, PARSED, ModelRequest, RetryPolicy, run_requests
+from truthline.models import NOT_RUN, PARSED, RetryPolicy, run_requests
 from truthline.models._claims import ClaimBook, Claims, Holder
 from truthline.models._stub import StubServer
 from truthline.store import Store, now, tables
@@ -119,19 +120,6 @@ def _expiry(store: Store, key: str):
 def test_claims_mode_is_checked():
     with pytest.raises(ValueError, match="skip, wait"):
         Claims(mode="later")
-
-
-def _req(tiny, images, i: int) -> ModelRequest:
-    return ModelRequest(
-        project="tiny",
-        item_id=None,
-        purpose="benchmark",
-        system="be brief",
-        user=f"What is it? #{i}",
-        images=[images[i % len(images)]],
-        fields=tiny.field_types,
-        settings={"temperature": 0.0, "max_tokens": 64},
-    )
 
 
 def test_claimed_work_is_skipped_and_named_then_taken_after_expiry(stub, tiny, images, store):

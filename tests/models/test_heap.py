@@ -8,6 +8,7 @@ import weakref
 
 import pytest
 
+from tests.models._requests import SETTINGS, tiny_request
 from truthline.errors import TruthlineError
 from truthline.models import ModelRequest, run_requests
 from truthline.models._heap import frozen_depth, frozen_heap
@@ -27,15 +28,12 @@ def _cycle() -> weakref.ref:
 
 
 def _req(tiny, images, i: int) -> ModelRequest:
-    return ModelRequest(
-        project="tiny",
-        item_id=None,
-        purpose="benchmark",
+    return tiny_request(
+        tiny,
+        f"What is it? {i}",
+        [images[i % len(images)]],
         system=None,
-        user=f"What is it? {i}",
-        images=[images[i % len(images)]],
-        fields=tiny.field_types,
-        settings={"temperature": 0.0, "max_tokens": 64, "image_policy": {"max_side": 32}},
+        settings={**SETTINGS, "image_policy": {"max_side": 32}},
     )
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.models._requests import tiny_request
 from truthline.models import ModelRequest, run_requests
 from truthline.models._image_cache import (
     MEMORY,
@@ -59,17 +60,9 @@ def image_requests(
     tiny, imgs: list[Path], policy: dict | None = None, variant: str = "q"
 ) -> list[ModelRequest]:
     """One benchmark request per image of the tiny project, ``variant`` in its prompt."""
+    settings = {"temperature": 0.0, "max_tokens": 32, "image_policy": policy or {}}
     return [
-        ModelRequest(
-            project="tiny",
-            item_id=None,
-            purpose="benchmark",
-            system=None,
-            user=f"{variant} {i}",
-            images=[img],
-            fields=tiny.field_types,
-            settings={"temperature": 0.0, "max_tokens": 32, "image_policy": policy or {}},
-        )
+        tiny_request(tiny, f"{variant} {i}", [img], system=None, settings=settings)
         for i, img in enumerate(imgs)
     ]
 

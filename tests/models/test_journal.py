@@ -12,8 +12,9 @@ import stat
 import pytest
 from sqlalchemy import func, select
 
+from tests.models._requests import numbered as _req
 from truthline.errors import TruthlineError
-from truthline.models import PARSED, ModelRequest, RetryPolicy, run_requests
+from truthline.models import PARSED, RetryPolicy, run_requests
 from truthline.models import _journal as journal_mod
 from truthline.models._journal import Journal, replay
 from truthline.models._writer import ResponseWriter
@@ -21,19 +22,6 @@ from truthline.store import Store, StoreError, now, tables
 
 FAST = RetryPolicy(retries=1, base=0.01, cap=0.05)
 GOOD = '{"label": "dog", "count": 3}'
-
-
-def _req(tiny, images, i: int) -> ModelRequest:
-    return ModelRequest(
-        project="tiny",
-        item_id=None,
-        purpose="benchmark",
-        system="be brief",
-        user=f"What is it? #{i}",
-        images=[images[i % len(images)]],
-        fields=tiny.field_types,
-        settings={"temperature": 0.0, "max_tokens": 64},
-    )
 
 
 def _count(store: Store) -> int:

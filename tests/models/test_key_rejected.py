@@ -9,13 +9,13 @@ import pytest
 from sqlalchemy import func, select
 from typer.testing import CliRunner
 
+from tests.models._requests import numbered as _req
 from tests.prefill.conftest import STEEL_ANSWER
 from truthline.cli import app
 from truthline.media import import_items
 from truthline.models import (
     PARSED,
     EndpointFailingError,
-    ModelRequest,
     RetryPolicy,
     run_requests,
 )
@@ -24,19 +24,6 @@ from truthline.store import tables
 
 FAST = RetryPolicy(retries=2, base=0.01, cap=0.05)
 GOOD = '{"label": "dog", "count": 3}'
-
-
-def _req(tiny, images, i: int) -> ModelRequest:
-    return ModelRequest(
-        project="tiny",
-        item_id=None,
-        purpose="benchmark",
-        system="be brief",
-        user=f"What is it? #{i}",
-        images=[images[i % len(images)]],
-        fields=tiny.field_types,
-        settings={"temperature": 0.0, "max_tokens": 64},
-    )
 
 
 @pytest.mark.parametrize("code", ["401", "403"])

@@ -8,6 +8,7 @@ import time
 import pytest
 from sqlalchemy import func, select
 
+from tests.models._requests import SETTINGS, tiny_request
 from truthline.errors import TruthlineError
 from truthline.models import (
     INFRA_MISSING,
@@ -26,15 +27,11 @@ GOOD = '{"label": "dog", "count": 3}'
 
 
 def req(tiny, images, case: str, i: int = 0) -> ModelRequest:
-    return ModelRequest(
-        project="tiny",
-        item_id=None,
-        purpose="benchmark",
-        system="be brief",
-        user=f"What is it? [[case:{case}]]",
-        images=[images[i % len(images)]],
-        fields=tiny.field_types,
-        settings={"temperature": 0.0, "max_tokens": 64, "image_policy": {"max_side": 32}},
+    return tiny_request(
+        tiny,
+        f"What is it? [[case:{case}]]",
+        [images[i % len(images)]],
+        settings={**SETTINGS, "image_policy": {"max_side": 32}},
     )
 
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import pytest
 from sqlalchemy import select
 
+from tests.models._requests import tiny_request
 from truthline.models import NOT_RUN, PARSED, ModelRequest, parse_model_spec, run_requests
 from truthline.models._registry import Backend
 from truthline.models._types import Completion
@@ -43,16 +44,7 @@ class Counting(Backend):
 
 def reqs(tiny, n: int) -> list[ModelRequest]:
     return [
-        ModelRequest(
-            project="tiny",
-            item_id=None,
-            purpose="benchmark",
-            system=None,
-            user=f"request {i}",
-            images=[],
-            fields=tiny.field_types,
-            settings={"max_tokens": 16},
-        )
+        tiny_request(tiny, f"request {i}", system=None, settings={"max_tokens": 16})
         for i in range(n)
     ]
 
