@@ -38,8 +38,9 @@ time (so every request is sent):
 CPU is ``process_time`` (all threads: the writer's too), the median over ``--repeat``
 interleaved rounds. Goal (issue 28): <= 1.05x bare CPU per sample; the last lines pool
 every size's rounds per path and give the median round ratio's 95% bootstrap interval and
-whether it puts the path within the goal, past it, or cannot tell at the machine's noise. Rows go to the
-"runner" section of bench/SCALE.md with the cost exponent k (CPU ∝ n^k) over the sizes.
+whether it puts the path within the goal, past it, or cannot tell at the machine's noise.
+Rows go to the "runner" section of bench/SCALE.md with the cost exponent k (CPU ∝ n^k)
+over the sizes.
 """
 
 from __future__ import annotations
@@ -414,7 +415,7 @@ def median_ci(ratios: list[float], seed: int = 0) -> tuple[float, float]:
     goal, so a median alone cannot say whether the goal is met; the interval can."""
     from truthline.stats import draw, percentile_ci
 
-    x = np.sort(np.asarray(ratios, dtype=float))
+    x = np.asarray(ratios, dtype=float)
     w = draw(len(x), 4000, seed)
     boot = np.array([np.median(np.repeat(x, m)) for m in w])
     ci = percentile_ci(float(np.median(x)), boot, seed=seed, n=len(x))
@@ -470,7 +471,7 @@ def main() -> None:
         print(f"\nn = {n:,}")
         for name, rounds in {"bare": figures.pop("bare"), **figures}.items():
             w, c, ratio, (lo, hi) = summary(rounds, own_bare.get(name, rounds))
-            if name != "bare" and name in own_bare:
+            if name in own_bare:  # every path but the bare loop itself
                 pooled.setdefault(name, []).extend(round_ratios(rounds, own_bare[name]))
             cpu.setdefault(name, []).append((n, c))
             scen = name.rsplit(" ", 1)[-1]
