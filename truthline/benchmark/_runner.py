@@ -79,13 +79,14 @@ def targets_of(project: Project, gold: Gold) -> list[str]:
         for t in declared:
             project.field(t)  # raises with the field name when the project lacks it
         return declared
-    seen: list[str] = []
+    leaves = project.leaf_fields()
+    seen: dict[str, None] = {}  # first-seen order
     for it in gold.items:
         for path in it.values:
             leaf = leaf_of(path)
-            if leaf in project.leaf_fields() and leaf not in seen:
-                seen.append(leaf)
-    return seen
+            if leaf in leaves:
+                seen.setdefault(leaf)
+    return list(seen)
 
 
 def _public_item(project: Project, it: GoldItem, control: str = "") -> dict[str, Any]:

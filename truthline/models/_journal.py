@@ -34,7 +34,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from truthline.errors import TruthlineError
 from truthline.models._upsert import insert_ignore
-from truthline.store import json_hash, tables
+from truthline.store import json_hash, make_dumps, tables
 
 _SUFFIX = ".journal"
 _RESERVE = 1 << 20
@@ -77,7 +77,7 @@ def _encode(obj: Any) -> Any:
     raise TypeError(f"cannot journal {type(obj).__name__}")
 
 
-_JSON = json.JSONEncoder(default=_encode, separators=(",", ":"))
+_JSON = make_dumps(default=_encode, separators=(",", ":"))
 """One encoder for every record (``json.dumps`` with options builds one per call)."""
 
 
@@ -169,9 +169,7 @@ class Journal:
         """Journal response rows without a sync: a killed process loses none of them, a
         power loss those since the last ``sync``. Raises ``JournalFullError`` when even
         the reserved space is gone."""
-        data = b"".join(
-            _JSON.encode({"row": row, "update": rid}).encode() + b"\n" for row, rid in recs
-        )
+        data = b"".join(_JSON({"row": row, "update": rid}).encode() + b"\n" for row, rid in recs)
         try:
             self._write(data, sync=False)
         except OSError as exc:

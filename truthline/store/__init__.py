@@ -4,13 +4,15 @@ Public API: ``Store`` (open + migrate), ``StoreError``, ``explain`` (one line fo
 database error), ``tables`` (the table objects), ``now``, ``json_hash``, ``redact_url``;
 ``lineage`` (one item field's whole history, a ``Lineage``), ``last_pull``,
 ``item_task_urls`` and ``task_url`` (Label Studio task links); ``rows_with_json`` (a
-query's rows with their JSON cells decoded in one pass on SQLite); ``mark_simulated``,
+query's rows with their JSON cells decoded in one pass on SQLite); ``make_dumps``
+(``json.dumps`` with its encoder built once: the store's JSON text); ``mark_simulated``,
 ``register_simulated``, ``mark_registered``, ``simulated_annotators`` and ``shown_name``
 (SIMULATED annotators, marked in the store).
 """
 
 from truthline.store import _tables as tables
 from truthline.store._json_rows import rows_with_json
+from truthline.store._json_text import make_dumps
 from truthline.store._lineage import Lineage, item_task_urls, last_pull, lineage, task_url
 from truthline.store._migrations import LATEST as SCHEMA_VERSION
 from truthline.store._simulated import (
@@ -38,6 +40,7 @@ __all__ = [
     "json_hash",
     "last_pull",
     "lineage",
+    "make_dumps",
     "mark_registered",
     "mark_simulated",
     "now",

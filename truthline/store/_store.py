@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ from sqlalchemy.exc import DatabaseError, DataError, DBAPIError, OperationalErro
 from truthline.errors import TruthlineError
 from truthline.store import _tables as t
 from truthline.store._json_rows import rows_with_json
+from truthline.store._json_text import dumps, make_dumps
 from truthline.store._migrations import LATEST, current_version, migrate
 from truthline.store._snapshots import resolve_snapshot
 from truthline.store._status import AnnotationCounts, GoldCounts, PredictionCounts, StageCounts
@@ -27,9 +27,13 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
+_HASHED = make_dumps(sort_keys=True, default=str)
+"""``json.dumps(obj, sort_keys=True, default=str)``, its encoder built once (``_json_text``)."""
+
+
 def json_hash(obj: Any) -> str:
     """Stable SHA-256 of a JSON-able object (sorted keys)."""
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
+    return hashlib.sha256(_HASHED(obj).encode()).hexdigest()
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:  # pragma: no cover - trivial
@@ -171,7 +175,10 @@ class Store:
         if file is not None and create and "mode=ro" not in url:
             _create_private(file)
         try:
-            self.engine: Engine = create_engine(url, future=True, pool_pre_ping=True)
+            # JSON cells as json.dumps writes them, from one encoder (``_json_text``)
+            self.engine: Engine = create_engine(
+                url, future=True, pool_pre_ping=True, json_serializer=dumps
+            )
         except Exception as exc:  # bad URL / missing driver
             hint = _url_hint(url)
             raise StoreError(f"cannot open the store at {redact_url(url)}: {hint or exc}") from None
