@@ -35,6 +35,12 @@ time (so every request is sent):
   process has none in memory (file hashes forgotten too).
 * ``memory``: the images already encoded in this process (another model or variant).
 
+Own CPU (``--no-own`` skips it): the same three loops again with every answer given
+in-process (``answered_in_process``: no socket, no server; each client still serializes its
+body and parses the answer), so what is left is each path's own work. It varies far less
+than the whole run, and ``1 + (path's own - bare's own) / bare's CPU`` is the ratio the
+path would have if its HTTP cost what the bare loop's does: where the excess comes from.
+
 CPU is ``process_time`` (all threads: the writer's too), the median over ``--repeat``
 interleaved rounds. Goal (issue 28): <= 1.05x bare CPU per sample; the last lines pool
 every size's rounds per path and give the median round ratio's 95% bootstrap interval and
@@ -48,7 +54,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import functools
+import json
 import shutil
 import statistics
 import subprocess
@@ -382,6 +390,89 @@ def measure(
     return figures, own_bare
 
 
+ANSWER = {
+    "id": "own",
+    "object": "chat.completion",
+    "created": 0,
+    "model": "stub",
+    "choices": [
+        {
+            "index": 0,
+            "message": {"role": "assistant", "content": '{"label": "dog", "count": 3}'},
+            "finish_reason": "stop",
+        }
+    ],
+    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+}
+ANSWER_BYTES = json.dumps(ANSWER).encode()
+
+
+@contextlib.contextmanager
+def answered_in_process():
+    """Both clients answered at once in this process (no socket, no server): the backend's
+    ``_post`` and the SDK's ``AsyncOpenAI.post`` serialize the body, as the SDK does before
+    sending, and parse the stub's answer, as each does on receiving it (the backend: JSON;
+    the bare loop: the SDK's ``ChatCompletion``). What is left of a path's CPU is its own
+    work, everything but HTTP, far less noisy than the whole run: the runner's excess
+    over the bare loop comes out of the difference."""
+    import openai
+
+    from truthline.models import _openai
+
+    async def backend_post(self, body):
+        await asyncio.sleep(0)
+        json.dumps(body)
+        return json.loads(ANSWER_BYTES)
+
+    async def sdk_post(self, path, *, cast_to, body=None, options=None, **kw):
+        await asyncio.sleep(0)
+        json.dumps(body)
+        return cast_to.model_validate(json.loads(ANSWER_BYTES))
+
+    saved = (
+        _openai.OpenAIBackend._post,
+        _openai.OpenAIBackend._get_client,
+        openai.AsyncOpenAI.post,
+    )
+    _openai.OpenAIBackend._post = backend_post
+    _openai.OpenAIBackend._get_client = lambda self: None
+    openai.AsyncOpenAI.post = sdk_post
+    try:
+        yield
+    finally:
+        _openai.OpenAIBackend._post, _openai.OpenAIBackend._get_client = saved[:2]
+        openai.AsyncOpenAI.post = saved[2]
+
+
+def measure_own(n: int, args: argparse.Namespace) -> dict[str, list[float]]:
+    """CPU per request (seconds) of the bare loop and of each real path with every answer
+    given in-process (``answered_in_process``), ``--repeat`` interleaved rounds, images
+    already encoded (the memory scenario)."""
+    tmp = Path(tempfile.mkdtemp(prefix="truthline-bench-own-"))
+    fx = Fixture(tmp, n)
+    url = "http://127.0.0.1:9/v1"  # never reached
+    out: dict[str, list[float]] = {}
+    paths = (("prefill()", ours_prefill), ("run_benchmark()", ours_benchmark))
+    try:
+        with answered_in_process():
+            for _, path in paths:  # imports and first encodes, not timed
+                store = fx.store()
+                path(url, fx, store, args.concurrency)
+                store.close()
+            for rep in range(args.repeat):
+                store = fx.store()
+                reqs = fx.requests(store, f"own-{rep}")
+                store.close()
+                _, c = timed(functools.partial(bare, url, reqs, args.concurrency))
+                out.setdefault("bare", []).append(c / n)
+                for name, path in paths:
+                    _, c = timed_real(path, "memory", url, fx, args.concurrency)
+                    out.setdefault(name, []).append(c / n)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
 def _mean(runs: list[tuple[float, float]]) -> tuple[float, float]:
     return (statistics.fmean(w for w, _ in runs), statistics.fmean(c for _, c in runs))
 
@@ -446,6 +537,46 @@ NOTE = (
 )
 
 
+def own_rows(n: int, own: dict[str, list[float]], bare_cpu: float) -> list[dict]:
+    """Print and row the own-CPU figures: each path's CPU per request with answers given
+    in-process, and the ratio it implies, ``1 + (own - bare's own) / bare's CPU`` with
+    HTTP (the whole bare loop's, measured above): what the path would cost over the bare
+    loop if their HTTP cost the same."""
+    base = statistics.median(own["bare"])
+    print(
+        f"  own CPU, answers in-process (no HTTP), median of {len(own['bare'])} rounds: "
+        f"bare {1000 * base:.3f} ms/sample"
+    )
+    rows = [
+        row(
+            "runner own CPU/sample, bare (answers in-process: no HTTP)",
+            f"{1000 * base:.3f} ms",
+            f"{1000 * bare_cpu:.3f} ms (bare loop with HTTP)",
+            ratio=None,
+            n=n,
+        )
+    ]
+    for name, cpus in own.items():
+        if name == "bare":
+            continue
+        mine = statistics.median(cpus)
+        implied = 1 + (mine - base) / bare_cpu
+        print(
+            f"  {name:24s}: {1000 * mine:6.3f} ms/sample own, {1000 * (mine - base):+.3f} over "
+            f"bare's own: implies {implied:.3f}x of bare"
+        )
+        rows.append(
+            row(
+                f"runner own CPU/sample, {name} (answers in-process: no HTTP)",
+                f"{1000 * mine:.3f} ms ({1000 * (mine - base):+.3f} ms over bare's own)",
+                f"{1000 * bare_cpu:.3f} ms (bare loop with HTTP); implied ratio in the ratio column",
+                ratio=implied,
+                n=n,
+            )
+        )
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="1000,3000,10000")
@@ -455,6 +586,11 @@ def main() -> None:
     ap.add_argument("--scenarios", default="cold,disk,memory")
     ap.add_argument("--reference", action="store_true", help="also the old baselines")
     ap.add_argument("--no-record", action="store_true", help="do not rewrite SCALE.md")
+    ap.add_argument(
+        "--no-own",
+        action="store_true",
+        help="skip the own-CPU rounds (answers given in-process: each path without HTTP)",
+    )
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]
     print(
@@ -496,6 +632,8 @@ def main() -> None:
                     n=n,
                 )
             )
+        if not args.no_own:
+            rows.extend(own_rows(n, measure_own(n, args), bc / n))
     if pooled:  # the ratio does not depend on n (k ~ 1): every size's rounds decide together
         print("\nverdict, rounds of every size pooled (median ratio, 95% bootstrap interval):")
         for name, ratios in pooled.items():
