@@ -5,7 +5,7 @@ with any option (``sort_keys``, ``default``) a new ``JSONEncoder`` too. On the r
 path (two cache keys, a journal line and six JSON cells per answer, most of them small)
 that setup cost as much as the encoding. ``make_dumps`` builds the encoder once for a set
 of options and reuses it; the text is ``json.dumps``'s byte for byte (cache keys hash it,
-so it must never change; ``NaN`` stays ``NaN``), which the module checks when imported and,
+so it must never change; ``NaN`` stays ``NaN``), which ``make_dumps`` checks on a probe and,
 failing that (a Python without the C encoder or with another signature), uses
 ``json.dumps`` itself. What differs: a structure that contains itself is not detected
 (``RecursionError``, not ``ValueError``: these are plain data); the encoder is reentrant,
