@@ -14,6 +14,7 @@ so the event loop and the writer thread share one.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 from collections.abc import Callable
@@ -71,11 +72,11 @@ def make_dumps(
         json.dumps, sort_keys=sort_keys, default=default, separators=separators
     )
     fast = _c_dumps(sort_keys, default, separators)
-    try:
-        same = fast is not None and fast(_PROBE) == plain(_PROBE)
-    except (TypeError, ValueError):
-        same = False
-    return fast if fast is not None and same else plain
+    if fast is not None:
+        with contextlib.suppress(TypeError, ValueError):
+            if fast(_PROBE) == plain(_PROBE):
+                return fast
+    return plain
 
 
 dumps = make_dumps()
