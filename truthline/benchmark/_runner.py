@@ -395,6 +395,15 @@ def run_benchmark(
     store: Store, project: Project, cfg: RunConfig, *, progress: bool = True
 ) -> dict[str, Any]:
     """Run (or resume) a benchmark; returns the run's manifest."""
+    from truthline.models import frozen_heap
+
+    with frozen_heap:  # the gold and requests built here stay out of the collector's walks
+        return _run_benchmark(store, project, cfg, progress)
+
+
+def _run_benchmark(
+    store: Store, project: Project, cfg: RunConfig, progress: bool
+) -> dict[str, Any]:
     from truthline.models import EndpointFailingError
 
     if cfg.condition not in CONDITIONS:

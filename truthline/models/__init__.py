@@ -5,6 +5,7 @@ Prefill and benchmark both call ``run_requests``; nothing else talks to a model.
 """
 
 from truthline.models._check import check_model
+from truthline.models._heap import frozen_heap
 from truthline.models._images import data_url, encode_image, image_hash
 from truthline.models._prices import PRICES, Price, price_for, price_known, register_price
 from truthline.models._prompt import default_settings, item_requests, render_prompt
@@ -65,6 +66,7 @@ __all__ = [
     "data_url",
     "default_settings",
     "encode_image",
+    "frozen_heap",
     "get_backend",
     "image_hash",
     "item_requests",

@@ -27,6 +27,7 @@ from truthline.models import (
     Job,
     ModelResult,
     default_settings,
+    frozen_heap,
     item_requests,
     parse_model_spec,
     results_summary,
@@ -246,6 +247,7 @@ class _ItemRef:
     item_id: int
 
 
+@frozen_heap  # the items and requests built here stay out of the collector's walks
 def prefill(
     store: Store,
     project: Any,
