@@ -36,19 +36,18 @@ from truthline.models._scope import RunScope
 YOUNG = 50_000
 """Allocations between two young-generation collections while a run holds the freeze
 (CPython's default is 700)."""
-_saved: list[tuple[int, ...]] = []
+_before: list[tuple[int, ...]] = []
+"""The collector's thresholds when the outermost run began (one entry while frozen)."""
 
 
 def _freeze() -> None:
     gc.freeze()
-    old = gc.get_threshold()
-    _saved.append(old)
-    gc.set_threshold(max(old[0], YOUNG), *old[1:])
+    _before[:] = [gc.get_threshold()]
+    gc.set_threshold(max(_before[0][0], YOUNG), *_before[0][1:])
 
 
 def _unfreeze() -> None:
-    if _saved:
-        gc.set_threshold(*_saved.pop())
+    gc.set_threshold(*_before.pop())
     gc.unfreeze()
 
 

@@ -66,21 +66,15 @@ class RunScope:
 
             @functools.wraps(fn)
             async def arun(*args: P.args, **kwargs: P.kwargs) -> Any:
-                self.enter()
-                try:
+                with self:
                     return await fn(*args, **kwargs)
-                finally:
-                    self.leave()
 
             return cast(Callable[P, T], arun)
 
         @functools.wraps(fn)
         def run(*args: P.args, **kwargs: P.kwargs) -> T:
-            self.enter()
-            try:
+            with self:
                 return fn(*args, **kwargs)
-            finally:
-                self.leave()
 
         return run
 
