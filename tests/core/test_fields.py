@@ -136,6 +136,9 @@ def test_region_iou_and_label(steel_project):
     assert box.credit(a, a + far) == pytest.approx(2 / 3)
     with pytest.raises(FieldValueError, match="label 'car'"):
         box.normalize([{"x": 1, "y": 1, "width": 1, "height": 1, "label": "car"}])
+    for bad in ("nan", "inf", float("-inf")):  # "nan" reads as a float: refused, not kept
+        with pytest.raises(FieldValueError, match="finite"):
+            box.normalize([{"x": bad, "y": 1, "width": 1, "height": 1}])
 
 
 def test_entity_list_matches_by_key_then_compares_per_field(steel_project):

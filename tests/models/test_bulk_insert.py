@@ -236,3 +236,29 @@ def test_a_group_larger_than_one_statement_may_bind_is_split(two, monkeypatch) -
     assert paths == ["driver"] * 4
     assert fast == slow and len(fast[0]) == 7
     assert _cells(two[1][1], "responses") == _cells(two[0][1], "responses")
+
+
+def test_values_shared_between_rows_and_columns_bind_as_their_own(two) -> None:
+    """``BulkInsert`` reuses the bound form of a value seen just before (same object, same
+    column or the previous column of its type): rows sharing objects, alternating between
+    them, and a column whose twin holds a different value must still store their own."""
+    shared = {"temperature": 0.0, "max_tokens": 64}
+    other = {"temperature": 0.5}
+    later = TS + dt.timedelta(hours=1)
+    rows = []
+    for i in range(8):
+        stamp = TS if i % 3 else later
+        rows.append(
+            _response(
+                i,
+                created_at=stamp,
+                updated_at=stamp if i % 2 else later,  # the same object as created_at, or not
+                settings=shared if i % 4 else other,  # shared, alternating with another
+                field_errors=shared if i == 5 else {},  # the settings' object in another column
+                prompt=None if i == 6 else {"system": "s", "user": str(i)},
+            )
+        )
+    slow, fast = _both(two, tables.responses, ["cache_key"], [rows], returning=["id", "cache_key"])
+    assert fast == slow
+    cells = _cells(two[1][1], "responses")
+    assert cells == _cells(two[0][1], "responses") and len(cells) == 8

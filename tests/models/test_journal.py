@@ -202,3 +202,61 @@ def test_an_answer_is_in_the_journal_when_submitted_before_its_commit(store, tmp
 
     ids = asyncio.run(main())
     assert len(set(ids)) == 3 and _count(store) == 3
+
+
+def _stored(store: Store) -> dict[str, dict]:
+    cols = [c for c in tables.responses.c if c.name != "id"]
+    with store.begin() as conn:
+        return {r.cache_key: dict(r._mapping) for r in conn.execute(select(*cols))}
+
+
+def test_a_replayed_row_is_the_row_the_writer_stores(store, tmp_path):
+    """Journal lines (orjson, and ``json`` for what orjson cannot write) read back as the
+    row itself: text outside ASCII, a time without microseconds, an integer past 64 bits."""
+    import asyncio
+
+    odd = _row("odd")
+    odd["raw_response"] = 'é — "quoted"\n\u2028 tab\t'
+    odd["created_at"] = odd["updated_at"] = odd["created_at"].replace(microsecond=0)
+    odd["prompt"] = {"system": "ß", "user": "日本"}
+    huge = _row("huge")
+    huge["parsed"] = {"count": 2**70}  # orjson refuses it: the line falls back to json
+    rows = {"odd": odd, "huge": huge, "plain": _row("plain")}
+    folder = tmp_path / "j"
+    journal = Journal(folder, store)
+    journal.write([(r, None) for r in rows.values()])
+    journal.close()
+    lines = journal.path.read_bytes().rstrip(b"\0").splitlines()[1:]
+    assert [json.loads(x)["row"]["cache_key"] for x in lines] == list(rows)
+    assert replay(store, folder) == 3
+    replayed = _stored(store)
+
+    other = Store(f"sqlite:///{tmp_path / 'direct.db'}")
+    try:
+
+        async def direct() -> None:
+            writer = ResponseWriter(other, asyncio.get_running_loop(), linger_s=0.0)
+            await asyncio.gather(*(writer.submit(r) for r in rows.values()))
+            await writer.aclose()
+
+        asyncio.run(direct())
+        assert replayed == _stored(other), "the replay stores what the writer would have"
+    finally:
+        other.close()
+    assert replayed["huge"]["parsed"] == {"count": 2**70}
+    assert replayed["odd"]["raw_response"] == odd["raw_response"]
+
+
+def test_a_non_finite_setting_is_refused_before_anything_is_sent(stub, tiny, images, store):
+    """The journal's JSON has no NaN, and no endpoint takes one: a run refuses it upfront,
+    naming the setting."""
+    from tests.models._requests import tiny_request
+
+    bad = tiny_request(tiny, "x", settings={"temperature": float("nan"), "max_tokens": 8})
+    ok = tiny_request(tiny, "y")
+    with pytest.raises(TruthlineError, match="setting temperature is nan"):
+        run_requests(store, f"openai:m@{stub.url}", [ok, bad], progress=False, policy=FAST)
+    nested = tiny_request(tiny, "z", settings={"image_policy": {"scale": [1.0, float("inf")]}})
+    with pytest.raises(TruthlineError, match=r"image_policy\.scale\.1 is inf"):
+        run_requests(store, f"openai:m@{stub.url}", [nested], progress=False, policy=FAST)
+    assert stub.log == [] and _count(store) == 0

@@ -6,6 +6,7 @@ per-field comparison — by a declared key, or by Hungarian matching on box IoU.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 import numpy as np
@@ -69,6 +70,8 @@ class Region(FieldType):
             raise self.fail(
                 f"region {idx}: needs numeric x, y, width, height; got {raw!r}"
             ) from None
+        if not all(math.isfinite(box[k]) for k in BOX_KEYS):
+            raise self.fail(f"region {idx}: x, y, width, height must be finite; got {raw!r}")
         if box["width"] < 0 or box["height"] < 0:
             raise self.fail(f"region {idx}: negative width or height")
         label = raw.get("label")

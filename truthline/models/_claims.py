@@ -21,7 +21,7 @@ from typing import Any
 
 from sqlalchemy import and_, delete, select, update
 
-from truthline.models._upsert import insert_ignore
+from truthline.models._upsert import BulkInsert
 from truthline.store import now, tables
 
 MODES = ("skip", "wait")
@@ -119,9 +119,8 @@ class ClaimBook:
         self.pid = os.getpid()
         self.held: set[str] = set()
         _LIVE.add(self.run_id)
-        t = tables.request_claims
-        self._insert = insert_ignore(store.engine.dialect.name, t, ["cache_key"]).returning(
-            t.c.cache_key
+        self._insert = BulkInsert(
+            store.engine.dialect, tables.request_claims, ["cache_key"], returning=["cache_key"]
         )
 
     def claim(self, keys: Sequence[str]) -> dict[str, Holder]:
@@ -134,9 +133,11 @@ class ClaimBook:
         for i in range(0, len(uniq), _CHUNK):
             chunk = uniq[i : i + _CHUNK]
             ts = now()
+            until = ts + self.lease
             with self.store.begin() as conn:
-                conn.execute(delete(t).where(t.c.cache_key.in_(chunk), t.c.expires_at < ts))
-                self._drop_dead(conn, chunk)
+                if i == 0:  # stale claims go first, whatever their key (one pass per call)
+                    conn.execute(delete(t).where(t.c.expires_at < ts))
+                    self._drop_dead(conn)
                 rows = [
                     dict(
                         cache_key=k,
@@ -145,11 +146,11 @@ class ClaimBook:
                         host=self.host,
                         pid=self.pid,
                         claimed_at=ts,
-                        expires_at=ts + self.lease,
+                        expires_at=until,
                     )
                     for k in chunk
                 ]
-                got = {r[0] for r in conn.execute(self._insert, rows)}
+                got = {r[0] for r in self._insert(conn, rows)}
                 self.held.update(got)
                 rest = [k for k in chunk if k not in got]
                 if rest:
@@ -160,20 +161,19 @@ class ClaimBook:
                             others[r.cache_key] = Holder(r.run_id, r.label, r.host, int(r.pid))
         return others
 
-    def _drop_dead(self, conn: Any, chunk: list[str]) -> None:
+    def _drop_dead(self, conn: Any) -> None:
         """Claims of runs on this host whose process has ended (killed: nothing renews
-        them, and waiting for the lease would only delay the rerun)."""
+        them, and waiting for the lease would only delay the rerun). Every key of such a
+        run is stale, so this asks by run, not by key: a few rows, not one per key."""
         t = tables.request_claims
-        mine = select(t.c.run_id, t.c.pid).where(
-            t.c.cache_key.in_(chunk), t.c.host == self.host, t.c.run_id != self.run_id
-        )
+        runs = select(t.c.run_id, t.c.pid).where(t.c.host == self.host, t.c.run_id != self.run_id)
         dead = {
             r.run_id
-            for r in conn.execute(mine.distinct())
+            for r in conn.execute(runs.distinct())
             if (r.pid == self.pid and r.run_id not in _LIVE) or not _alive(int(r.pid))
         }
         if dead:
-            conn.execute(delete(t).where(t.c.cache_key.in_(chunk), t.c.run_id.in_(dead)))
+            conn.execute(delete(t).where(t.c.run_id.in_(dead)))
 
     def renew(self) -> None:
         """Push this run's claims' expiry one lease ahead (the heartbeat)."""

@@ -11,6 +11,12 @@ committed, which were not yet reported). The file's space is reserved ahead of u
 more tells the run to stop sending. A run that ends with every answer committed deletes
 its file; otherwise the next run replays it into the store (no call repeated).
 
+Each line is JSON from orjson (~3 µs a line, where ``json`` took ~20: one per paid answer,
+on the event loop). orjson writes a non-finite float as ``null``; the rows never hold one
+(answers are parsed to finite numbers, ``arun_requests`` refuses non-finite settings, cost
+and latency are computed), so the line reads back as the row. A row orjson cannot encode
+(an integer past 64 bits, a non-string key) is written by ``json`` instead.
+
 One file per run, locked (``flock``) while the run lives: a replay never touches the
 journal of a live run. A header line names the store (a hash of its URL, password
 hidden), so a journal is only ever replayed into the store it was written for.
@@ -29,6 +35,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
 from sqlalchemy import bindparam
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -78,7 +85,16 @@ def _encode(obj: Any) -> Any:
 
 
 _JSON = make_dumps(default=_encode, separators=(",", ":"))
-"""One encoder for every record (``json.dumps`` with options builds one per call)."""
+"""The fallback encoder (``json.dumps`` with options builds one per call)."""
+
+
+def _line(row: dict[str, Any], response_id: int | None) -> bytes:
+    """One journal record, newline-terminated."""
+    rec = {"row": row, "update": response_id}
+    try:
+        return orjson.dumps(rec, option=orjson.OPT_APPEND_NEWLINE)
+    except TypeError:  # orjson.JSONEncodeError: an integer past 64 bits, a non-string key
+        return _JSON(rec).encode() + b"\n"
 
 
 class Journal:
@@ -169,7 +185,7 @@ class Journal:
         """Journal response rows without a sync: a killed process loses none of them, a
         power loss those since the last ``sync``. Raises ``JournalFullError`` when even
         the reserved space is gone."""
-        data = b"".join(_JSON({"row": row, "update": rid}).encode() + b"\n" for row, rid in recs)
+        data = b"".join(_line(row, rid) for row, rid in recs)
         try:
             self._write(data, sync=False)
         except OSError as exc:

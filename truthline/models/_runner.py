@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import math
 import random
 import re
 import signal
@@ -580,6 +581,7 @@ async def arun_requests(
             f"model {ms.alias}: --max-cost needs its prices and {ms.name!r} is not in the price "
             "table; add ;price_in=USD;price_out=USD (per million tokens) to the model spec"
         )
+    _check_settings(requests)
     be.bind(store)
     journal_dir = journal_dir or default_journal_dir(store)
     await asyncio.to_thread(replay, store, journal_dir)  # answers a failed write left behind
@@ -673,6 +675,40 @@ async def arun_requests(
             )
         out.append(res)
     return out
+
+
+def _non_finite(obj: Any, path: str) -> tuple[str, float] | None:
+    if isinstance(obj, float):
+        return None if math.isfinite(obj) else (path, obj)
+    if isinstance(obj, dict):
+        items: Any = obj.items()
+    elif isinstance(obj, list | tuple):
+        items = enumerate(obj)
+    else:
+        return None
+    for k, v in items:
+        bad = _non_finite(v, f"{path}.{k}" if path else str(k))
+        if bad is not None:
+            return bad
+    return None
+
+
+def _check_settings(requests: Sequence[ModelRequest]) -> None:
+    """Refuse a non-finite number in a request's settings (``temperature: .nan``) before
+    anything is sent: no endpoint takes one, and the answer journal's JSON has no NaN
+    (``_journal``). Requests usually share one settings dict: each is walked once."""
+    seen: set[int] = set()
+    for req in requests:
+        if id(req.settings) in seen:
+            continue
+        seen.add(id(req.settings))
+        bad = _non_finite(req.settings, "")
+        if bad is not None:
+            raise TruthlineError(
+                f"item {req.item_id} ({req.purpose}): setting {bad[0]} is {bad[1]}, not a "
+                "finite number; fix it where the settings come from (the project's "
+                "benchmark/image_policy or the command's options)"
+            )
 
 
 def _stored_answers(

@@ -41,6 +41,9 @@ def insert_or_update(dialect: str, table: Table, keys: list[str], update: list[s
     )
 
 
+_NONE = object()
+"""No value bound yet (``BulkInsert``'s per-column memo)."""
+
 _SQLITE_MAX_VARIABLES = 32766 if sqlite3.sqlite_version_info >= (3, 32, 0) else 999
 """Bound parameters one SQLite statement may take (``SQLITE_MAX_VARIABLE_NUMBER``)."""
 
@@ -99,6 +102,7 @@ class BulkInsert:
             tail += " RETURNING " + ", ".join(self._q(c) for c in returning)
         self._tail = tail
         self._sql: dict[tuple[tuple[str, ...], int], str] = {}
+        self._twin: dict[tuple[str, ...], list[int]] = {}
 
     def __call__(self, conn: Connection, rows: list[dict[str, Any]]) -> list[Any]:
         """Insert ``rows``; the ``RETURNING`` rows of those inserted (or updated), as tuples."""
@@ -110,17 +114,49 @@ class BulkInsert:
             return list(result) if self._returns else []
         per = max(1, _SQLITE_MAX_VARIABLES // len(cols))
         procs = [self._procs[c] for c in cols]
+        # the last value bound per column, by identity: rows of one group share objects
+        # (one settings dict per run, one time stamp per claim chunk), and a datetime's or
+        # a JSON cell's bind costs more than the check. A column also looks at the one
+        # before it of the same type (a row's updated_at is its created_at).
+        last: list[Any] = [_NONE] * len(cols)
+        bound: list[Any] = [None] * len(cols)
+        twin = self._twins(cols)
         out: list[Any] = []
         for start in range(0, len(rows), per):
             chunk = rows[start : start + per]
             params: list[Any] = []
             for row in chunk:
-                for c, proc in zip(cols, procs, strict=True):
+                for j, c in enumerate(cols):
                     v = row[c]
-                    params.append(v if proc is None else proc(v))
+                    proc = procs[j]
+                    if proc is None:
+                        params.append(v)
+                    elif v is last[j]:
+                        params.append(bound[j])
+                    elif v is last[twin[j]]:
+                        last[j] = v
+                        bound[j] = bound[twin[j]]
+                        params.append(bound[j])
+                    else:
+                        last[j] = v
+                        bound[j] = proc(v)
+                        params.append(bound[j])
             result = conn.exec_driver_sql(self._text(cols, len(chunk)), tuple(params))
             if self._returns:
                 out.extend(result)
+        return out
+
+    def _twins(self, cols: tuple[str, ...]) -> list[int]:
+        """For each column, the nearest earlier one of the same type (itself if none)."""
+        out = self._twin.get(cols)
+        if out is None:
+            kinds = [repr(self.table.c[c].type) for c in cols]
+            out = []
+            for j, kind in enumerate(kinds):
+                before = [i for i in range(j) if kinds[i] == kind]
+                out.append(before[-1] if before else j)
+            if len(self._twin) < 1024:
+                self._twin[cols] = out
         return out
 
     def _plain(self, cols: tuple[str, ...], rows: list[dict[str, Any]]) -> bool:
