@@ -13,15 +13,15 @@ import pytest
 from sqlalchemy import func, select
 
 from tests.models._requests import numbered as _req
+from tests.models._rows import GOOD, response_row
 from truthline.errors import TruthlineError
 from truthline.models import PARSED, RetryPolicy, run_requests
 from truthline.models import _journal as journal_mod
 from truthline.models._journal import Journal, replay
 from truthline.models._writer import ResponseWriter
-from truthline.store import Store, StoreError, now, tables
+from truthline.store import Store, StoreError, tables
 
 FAST = RetryPolicy(retries=1, base=0.01, cap=0.05)
-GOOD = '{"label": "dog", "count": 3}'
 
 
 def _count(store: Store) -> int:
@@ -77,33 +77,7 @@ def test_a_run_whose_answers_are_stored_leaves_no_journal(stub, tiny, images, st
 
 
 def _row(key: str) -> dict:
-    ts = now()
-    return dict(
-        cache_key=key,
-        created_at=ts,
-        project="tiny",
-        item_id=None,
-        purpose="benchmark",
-        model_spec="openai:m",
-        model_alias="m",
-        simulated=False,
-        status="parsed",
-        reason=None,
-        raw_response=GOOD,
-        parsed={"label": "dog", "count": 3},
-        field_errors={},
-        tokens_in=10,
-        tokens_out=5,
-        tokens_thinking=0,
-        cost_usd=0.001,
-        latency_s=0.1,
-        attempts=1,
-        settings={},
-        prompt_hash="p",
-        image_hashes=[],
-        prompt={"system": None, "user": "u"},
-        updated_at=ts,
-    )
+    return response_row(key)
 
 
 def test_replay_skips_live_runs_other_stores_and_a_torn_tail(store, tmp_path):

@@ -134,7 +134,9 @@ def item_requests(
     context: dict[str, Any] | None = None,
 ) -> list[ModelRequest]:
     """One request per stored item (``Store.items`` rows), prompts rendered, images resolved."""
-    settings = settings or default_settings(project)
+    # one dict for every request (nothing changes a request's settings): the writer binds
+    # it once per group and the runner checks it once, not once per item
+    shared = dict(settings or default_settings(project))
     defaults: dict[int, str] = {}
     out = []
     for it in items:
@@ -156,7 +158,7 @@ def item_requests(
                 user=user,
                 images=[root / m for m in it.get("media") or []],
                 fields=project.field_types,
-                settings=dict(settings),
+                settings=shared,
                 context=ctx,
             )
         )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Sequence
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import Connection, Table
@@ -113,34 +114,34 @@ class BulkInsert:
             result = conn.execute(self.statement, rows)
             return list(result) if self._returns else []
         per = max(1, _SQLITE_MAX_VARIABLES // len(cols))
-        procs = [self._procs[c] for c in cols]
-        # the last value bound per column, by identity: rows of one group share objects
-        # (one settings dict per run, one time stamp per claim chunk), and a datetime's or
-        # a JSON cell's bind costs more than the check. A column also looks at the one
-        # before it of the same type (a row's updated_at is its created_at).
+        get = itemgetter(*cols)
+        # the columns whose type binds its value (JSON, a datetime, a boolean); the others
+        # go to the driver as they are. The last value bound per column is kept, by
+        # identity: rows of one group share objects (one settings dict per run, one time
+        # stamp per claim chunk), and a datetime's or a JSON cell's bind costs more than the
+        # check. A column also looks at the one before it of the same type (a row's
+        # updated_at is its created_at).
+        twin = self._twins(cols)
+        bind = [(j, proc, twin[j]) for j, proc in enumerate(self._procs[c] for c in cols) if proc]
         last: list[Any] = [_NONE] * len(cols)
         bound: list[Any] = [None] * len(cols)
-        twin = self._twins(cols)
         out: list[Any] = []
         for start in range(0, len(rows), per):
             chunk = rows[start : start + per]
             params: list[Any] = []
             for row in chunk:
-                for j, c in enumerate(cols):
-                    v = row[c]
-                    proc = procs[j]
-                    if proc is None:
-                        params.append(v)
-                    elif v is last[j]:
-                        params.append(bound[j])
-                    elif v is last[twin[j]]:
+                vals = list(get(row)) if len(cols) > 1 else [row[cols[0]]]
+                for j, proc, k in bind:
+                    v = vals[j]
+                    if v is last[j]:
+                        vals[j] = bound[j]
+                    elif v is last[k]:
                         last[j] = v
-                        bound[j] = bound[twin[j]]
-                        params.append(bound[j])
+                        vals[j] = bound[j] = bound[k]
                     else:
                         last[j] = v
-                        bound[j] = proc(v)
-                        params.append(bound[j])
+                        vals[j] = bound[j] = proc(v)
+                params.extend(vals)
             result = conn.exec_driver_sql(self._text(cols, len(chunk)), tuple(params))
             if self._returns:
                 out.extend(result)
