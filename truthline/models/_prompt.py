@@ -138,10 +138,12 @@ def item_requests(
     # it once per group and the runner checks it once, not once per item
     shared = dict(settings or default_settings(project))
     defaults: dict[int, str] = {}
+    roots: dict[str, Path] = {}  # items share a few media roots: each parsed once
     out = []
     for it in items:
         system, user = _render(project, it, template, defaults)
-        root = Path(it.get("media_root") or ".")
+        where = it.get("media_root") or "."
+        root = roots.get(where) or roots.setdefault(where, Path(where))
         ctx = {
             "meta": typed_meta(it.get("meta")),
             "key": it.get("key"),
