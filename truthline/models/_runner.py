@@ -207,10 +207,11 @@ def _stored_keys(conn: Any, keys: list[str]) -> list[str]:
     run none do, and SQLAlchemy's expanding ``IN`` (its per-key bind processing) cost more
     than the query; the rows are then read through SQLAlchemy for the keys found only."""
     found: list[str] = []
+    sql_head = f"SELECT cache_key FROM {tables.responses.name} WHERE cache_key IN ("
     for i in range(0, len(keys), 900):  # under the oldest SQLite's 999 bound parameters
         chunk = keys[i : i + 900]
         marks = ", ".join("?" * len(chunk))
-        sql = f"SELECT cache_key FROM responses WHERE cache_key IN ({marks})"
+        sql = f"{sql_head}{marks})"
         found.extend(r[0] for r in conn.exec_driver_sql(sql, tuple(chunk)))
     return found
 

@@ -151,7 +151,7 @@ class BulkInsert:
         """For each column, the nearest earlier one of the same type (itself if none)."""
         out = self._twin.get(cols)
         if out is None:
-            kinds = [repr(self.table.c[c].type) for c in cols]
+            kinds = [(type(t), repr(t)) for t in (self.table.c[c].type for c in cols)]
             out = []
             for j, kind in enumerate(kinds):
                 before = [i for i in range(j) if kinds[i] == kind]
