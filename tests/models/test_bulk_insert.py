@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from sqlalchemy import event, select
 
+from tests.models._rows import response_row
 from truthline.models._upsert import BulkInsert
 from truthline.store import Store, tables
 
@@ -24,14 +25,12 @@ TS = dt.datetime(2026, 12, 5, 1, 2, 3, 456789, tzinfo=dt.UTC)
 
 
 def _response(i: int, **over: Any) -> dict[str, Any]:
-    row = dict(
-        cache_key=f"{i:064x}",
+    """A response row whose cells vary with ``i`` (every bind kind, None included)."""
+    row = response_row(
+        f"{i:064x}",
         created_at=TS,
         project="p",
-        item_id=None,
         purpose="prefill",
-        model_spec="openai:m",
-        model_alias="m",
         simulated=bool(i % 2),
         status="parsed" if i % 3 else "model_failure",
         reason=None if i % 3 else "unparseable",
@@ -40,10 +39,8 @@ def _response(i: int, **over: Any) -> dict[str, Any]:
         field_errors={} if i % 2 else {"count": "not a number"},
         tokens_in=i,
         tokens_out=2 * i,
-        tokens_thinking=0,
         cost_usd=1e-6 * i,
         latency_s=None if i == 0 else 0.25 * i,
-        attempts=1,
         settings={"temperature": 0.0, "max_tokens": 64},
         prompt_hash="a" * 64,
         image_hashes=["b" * 64, "c" * 64],
