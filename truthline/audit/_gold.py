@@ -625,46 +625,57 @@ def load_gold(store: Store, project: str, snapshot: str | None = None, slice_: s
                 )
             ).all()
         )
-        rows = rows_with_json(  # the JSON cells decoded at once (store._json_rows)
+        # the JSON cells decoded at once (store._json_rows); each item's own cells once,
+        # not once per decision (an item has a decision per field)
+        g, it = t.gold, t.items
+        rows = rows_with_json(
             conn,
-            select(
-                t.gold.c.item_id,
-                t.gold.c.field_path,
-                t.gold.c.value,
-                t.gold.c.provenance,
-                t.items.c.key,
-                t.items.c.parent,
-                t.items.c.meta,
-                t.items.c.media,
-                t.items.c.media_root,
-                t.items.c.sim_truth,
-            )
-            .join(t.items, t.items.c.id == t.gold.c.item_id)
-            .where(t.gold.c.snapshot == snap)
-            .order_by(t.gold.c.item_id, t.gold.c.field_path),
+            select(g.c.item_id, g.c.field_path, g.c.value, g.c.provenance)
+            .where(g.c.snapshot == snap)
+            .order_by(g.c.item_id, g.c.field_path),
         )
+        of_snapshot = select(g.c.item_id).where(g.c.snapshot == snap)
+        about = {
+            r.id: r
+            for r in rows_with_json(
+                conn,
+                select(
+                    it.c.id,
+                    it.c.key,
+                    it.c.parent,
+                    it.c.meta,
+                    it.c.media,
+                    it.c.media_root,
+                    it.c.sim_truth,
+                ).where(it.c.id.in_(of_snapshot)),
+            )
+        }
         gone = active_withdrawals(conn, project)
     items: dict[int, GoldItem] = {}
     withdrawn: dict[str, str] = {}
+    every = slice_.replace("_", "-") == Slice.ALL  # no test per decision
     for r in rows:
-        if r.item_id in gone:
-            withdrawn[r.key] = gone[r.item_id]
-            continue
-        arm = arms.get(r.item_id)
-        if not in_slice(slice_, r.provenance, arm):
-            continue
-        it = items.get(r.item_id)
-        if it is None:
-            it = items[r.item_id] = GoldItem(
-                r.item_id,
-                r.key,
-                r.parent,
-                dict(r.meta or {}),
+        item = items.get(r.item_id)
+        if item is None:
+            if r.item_id in gone:
+                withdrawn[about[r.item_id].key] = gone[r.item_id]
+                continue
+            arm = arms.get(r.item_id)
+            if not every and not in_slice(slice_, r.provenance, arm):
+                continue
+            a = about[r.item_id]
+            item = items[r.item_id] = GoldItem(
+                a.id,
+                a.key,
+                a.parent,
+                dict(a.meta or {}),
                 arm,
-                list(r.media or []),
-                r.media_root,
-                r.sim_truth,
+                list(a.media or []),
+                a.media_root,
+                a.sim_truth,
             )
-        it.values[r.field_path] = r.value
-        it.provenance[r.field_path] = r.provenance
+        elif not every and not in_slice(slice_, r.provenance, item.arm):
+            continue
+        item.values[r.field_path] = r.value
+        item.provenance[r.field_path] = r.provenance
     return Gold(project, snap, list(items.values()), withdrawn)

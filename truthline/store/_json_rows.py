@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import keyword
 from collections import namedtuple
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import JSON, Connection, Select, Text, type_coerce
@@ -23,7 +24,7 @@ from sqlalchemy import JSON, Connection, Select, Text, type_coerce
 _ROWS: dict[tuple[str, ...], type] = {}
 
 
-def _row_type(names: tuple[str, ...]) -> type:
+def _row_type(names: tuple[str, ...]) -> Any:
     cls = _ROWS.get(names)
     if cls is None:
         cls = _ROWS[names] = namedtuple("JsonRow", names)  # type: ignore[misc]
@@ -55,14 +56,21 @@ def rows_with_json(conn: Connection, stmt: Select) -> list[Any]:
     rows = conn.execute(raw).all()
     if not rows:
         return []
-    texts = [_text(c) for r in rows for i in json_at if isinstance(c := r[i], str | bytes)]
-    decoded = iter(json.loads("[" + ",".join(texts) + "]"))
-    make = _row_type(names)
-    out = []
-    for r in rows:
-        vals = list(r)
-        for i in json_at:
-            if isinstance(vals[i], str | bytes):
-                vals[i] = next(decoded)
-        out.append(make(*vals))
+    # column by column: each JSON column decoded at once, the rows made in one pass
+    columns: list[Sequence[Any]] = list(zip(*rows, strict=True))
+    for i in json_at:
+        columns[i] = _decoded(columns[i])
+    return list(map(_row_type(names)._make, zip(*columns, strict=True)))
+
+
+def _decoded(cells: Sequence[Any]) -> list[Any]:
+    """One JSON column's cells decoded by one ``json.loads`` of a JSON array of them; a cell
+    that is not text (SQL NULL, a number SQLite stored as one) is kept as it is."""
+    if all(c.__class__ is str for c in cells):
+        return json.loads("[" + ",".join(cells) + "]")
+    at = [k for k, c in enumerate(cells) if isinstance(c, str | bytes)]
+    out = list(cells)
+    texts = ",".join(_text(cells[k]) for k in at)
+    for k, v in zip(at, json.loads("[" + texts + "]"), strict=True):
+        out[k] = v
     return out
