@@ -17,7 +17,7 @@ from truthline.benchmark import RunConfig, run_benchmark
 from truthline.benchmark._samples import run_samples
 from truthline.cli import app
 from truthline.models import default_settings, parse_model_spec, request_key
-from truthline.models._runner import legacy_key
+from truthline.models._keys import legacy_key
 from truthline.models._stub import StubServer
 from truthline.prefill import prefill
 from truthline.store import tables

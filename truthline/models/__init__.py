@@ -7,6 +7,7 @@ Prefill and benchmark both call ``run_requests``; nothing else talks to a model.
 from truthline.models._check import check_model
 from truthline.models._heap import frozen_heap
 from truthline.models._images import data_url, encode_image, image_hash
+from truthline.models._keys import request_key
 from truthline.models._prices import PRICES, Price, price_for, price_known, register_price
 from truthline.models._prompt import default_settings, item_requests, render_prompt
 from truthline.models._registry import (
@@ -22,7 +23,6 @@ from truthline.models._runner import (
     arun_requests,
     cached_results,
     classify,
-    request_key,
     results_summary,
     run_requests,
 )

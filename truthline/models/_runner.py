@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +37,14 @@ from truthline.errors import AnswerFormatError, TruthlineError
 from truthline.fields import parse_answer, parse_fields, request_grammar
 from truthline.models._claims import ClaimBook, Claims, Holder
 from truthline.models._heap import frozen_heap
-from truthline.models._images import holds_sources, image_hash
+from truthline.models._images import holds_sources
 from truthline.models._journal import Journal, default_journal_dir, replay
+from truthline.models._keys import (
+    Key,
+    _utc,
+    fresh_key,
+    request_keys,
+)
 from truthline.models._prices import price_known
 from truthline.models._registry import Backend, get_backend
 from truthline.models._spec import ModelSpec, parse_model_spec
@@ -55,7 +61,7 @@ from truthline.models._types import (
     ModelResult,
 )
 from truthline.models._writer import Job, Persist, ResponseWriter
-from truthline.store import json_hash, now, tables
+from truthline.store import now, tables
 
 _REFUSAL = re.compile(
     r"^\s*(i'?m sorry|i am sorry|sorry,|i can(?:'|no)t|i cannot|i won'?t|i am unable|i'm unable)",
@@ -77,72 +83,6 @@ class RetryPolicy:
         if retry_after is not None:
             return max(0.0, min(retry_after, self.max_retry_after))
         return random.uniform(0, min(self.cap, self.base * 2 ** (attempt - 1)))
-
-
-KEY_LABELS = ("condition", "control", "variant")
-"""Settings that only label a request (a benchmark's condition, control, prompt variant):
-never sent, and what they change (prompt text, images) is in the key already. Left out of
-the key, so a benchmark request byte-identical to a prefill request shares its answer."""
-
-
-def request_key(
-    spec: ModelSpec, req: ModelRequest, *, reads_context: bool = False
-) -> tuple[str, str, list[str]]:
-    """``(cache_key, prompt_hash, image_hashes)`` for one request: what is sent (model,
-    settings but ``KEY_LABELS``, prompt, images), so identical requests share one key.
-
-    ``reads_context``: the backend answers from the request's context (see
-    ``Backend.reads_context``), so the item, its context and every setting are part of it.
-    """
-    prompt_hash = json_hash([req.system, req.user])
-    images = [image_hash(p) for p in req.images]
-    key = _key(spec, req, prompt_hash, images, reads_context, labels=reads_context)
-    return key, prompt_hash, images
-
-
-def _key(
-    spec: ModelSpec,
-    req: ModelRequest,
-    prompt_hash: str,
-    images: list[str],
-    reads_context: bool,
-    *,
-    labels: bool,
-) -> str:
-    settings = (
-        req.settings if labels else {k: v for k, v in req.settings.items() if k not in KEY_LABELS}
-    )
-    ident: dict[str, object] = {
-        "model": spec.cache_identity,
-        "settings": settings,
-        "prompt": prompt_hash,
-        "images": images,
-    }
-    if reads_context:
-        ident["item"] = req.item_id
-        ident["context"] = req.context
-    return json_hash(ident)
-
-
-def legacy_key(
-    spec: ModelSpec, req: ModelRequest, key: tuple[str, str, list[str]], reads_context: bool
-) -> str | None:
-    """The key this request had before ``KEY_LABELS`` left the key (answers stored then
-    are still found under it: nothing is asked again); None where it is the same key."""
-    if reads_context or not any(k in req.settings for k in KEY_LABELS):
-        return None
-    return _key(spec, req, key[1], key[2], False, labels=True)
-
-
-def fresh_key(key: str, since: datetime) -> str:
-    """The key of a ``fresh`` answer to request ``key``: asked again by a run started at
-    ``since`` (a rerun of that run finds it: nothing is asked twice)."""
-    return json_hash({"fresh_of": key, "since": _utc(since).isoformat()})
-
-
-def _utc(ts: datetime) -> datetime:
-    """Aware UTC (SQLite returns stored times without their zone)."""
-    return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
 
 
 def classify(fields: Any, comp: Completion) -> tuple[str, str | None, dict, dict]:
@@ -602,8 +542,8 @@ async def arun_requests(
     be.bind(store)
     journal_dir = journal_dir or default_journal_dir(store)
     await asyncio.to_thread(replay, store, journal_dir)  # answers a failed write left behind
-    keys = [request_key(ms, r, reads_context=be.reads_context) for r in requests]
-    stored, keys = _stored_answers(store, ms, be, requests, keys, fresh_since)
+    keys, legacy = request_keys(ms, requests, reads_context=be.reads_context)
+    stored, keys = _stored_answers(store, be, requests, keys, legacy, fresh_since)
     results: list[ModelResult | None] = [None] * len(requests)
     first: dict[str, int] = {}
     todo: list[int] = []
@@ -730,12 +670,12 @@ def _check_settings(requests: Sequence[ModelRequest]) -> None:
 
 def _stored_answers(
     store: Any,
-    spec: ModelSpec,
     be: Backend,
     requests: Sequence[ModelRequest],
-    keys: list[tuple[str, str, list[str]]],
+    keys: list[Key],
+    legacy: list[str | None],
     fresh_since: datetime | None,
-) -> tuple[list[ModelResult | None], list[tuple[str, str, list[str]]]]:
+) -> tuple[list[ModelResult | None], list[Key]]:
     """The stored answer each request reuses (None: it is sent) and the keys answers
     sent now are stored under.
 
@@ -746,7 +686,6 @@ def _stored_answers(
     answer fields (the same text: a prefill asked every field, a benchmark scores its
     targets); under the same fields that reading is the stored one."""
     since = _utc(fresh_since) if fresh_since is not None else None
-    legacy = [legacy_key(spec, r, k, be.reads_context) for r, k in zip(requests, keys, strict=True)]
     sent = [(fresh_key(k[0], since), k[1], k[2]) for k in keys] if since is not None else keys
     look = [k[0] for k in keys] + [k for k in legacy if k]
     if since is not None:
@@ -1010,8 +949,6 @@ __all__ = [
     "arun_requests",
     "cached_results",
     "classify",
-    "fresh_key",
-    "request_key",
     "results_summary",
     "run_requests",
 ]
