@@ -147,7 +147,8 @@ def test_reserved_space_takes_answers_in_flight_and_a_full_disk_stops_sending(
 
 
 def test_an_answer_is_in_the_journal_when_submitted_before_its_commit(store, tmp_path):
-    """The writer journals each row as it is submitted, not when its group commits: a
+    """The writer journals each row as it arrives (at the end of the event loop's turn that
+    submitted it, every answer of that turn in one write), not when its group commits: a
     process killed while answers wait for their group (the linger) loses none of them."""
     import asyncio
     import threading
@@ -163,7 +164,12 @@ def test_an_answer_is_in_the_journal_when_submitted_before_its_commit(store, tmp
         writer = ResponseWriter(store, asyncio.get_running_loop(), linger_s=0.0)
         writer.journal = Journal(tmp_path / "j", store)
         writer._to_journal = held.__get__(writer)  # type: ignore[method-assign]
+        writes: list[int] = []
+        journal_write = writer.journal.write
+        writer.journal.write = lambda recs: (writes.append(len(recs)), journal_write(recs))[1]  # type: ignore[method-assign]
         futs = [writer.submit(_row(k)) for k in ("a", "b", "c")]
+        await asyncio.sleep(0)  # the end of this turn of the loop
+        assert writes == [3], "one write for the turn's answers"
         lines = writer.journal.path.read_bytes().rstrip(b"\0").splitlines()
         keys = [json.loads(x)["row"]["cache_key"] for x in lines[1:]]
         assert keys == ["a", "b", "c"], "journaled before any commit"

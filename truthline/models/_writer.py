@@ -18,7 +18,8 @@ Two runs on one store are safe: a response is inserted with ``ON CONFLICT DO NOT
 that stored row, so neither run crashes and every answer keeps its row.
 
 ``journal`` (optional, set before the first row; paid answers): each row is written to
-it as it is submitted (in the event loop: a killed process loses none) and the journal is
+it as it arrives (in the event loop, at the end of the loop's turn that submitted it, in one
+write with the other answers of that turn: a killed process loses none) and the journal is
 synced once per group, before the group's transaction, so a failing store write loses no
 paid answer (``_journal``: the next run replays them). A journal
 that cannot take more (a full disk) is ``journal_error``: the run stops sending.
@@ -106,6 +107,8 @@ class ResponseWriter:
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._main, name="truthline-writer", daemon=True)
         self._closing = False
+        self._unjournaled: list[_Pending] = []
+        """Submitted in this turn of the event loop, journaled and queued at its end."""
         self._conn: Connection | None = None
         t = tables.responses
         self._insert = BulkInsert(
@@ -124,15 +127,32 @@ class ResponseWriter:
             raise RuntimeError("the response writer is closed")
         fut = self.loop.create_future()
         pending = _Pending(row, response_id, fut, job)
-        if row is not None and self.journal is not None and self.journal_error is None:
+        if self._unjournaled or (
+            row is not None and self.journal is not None and self.journal_error is None
+        ):
+            # journaled at the end of this turn of the loop, with every answer that arrived
+            # in it (one write, not one per answer), then queued in order
+            self._unjournaled.append(pending)
+            if len(self._unjournaled) == 1:
+                self.loop.call_soon(self._flush_journal)
+        else:
+            self._queue.put(pending)
+        return fut
+
+    def _flush_journal(self) -> None:
+        """Journal the answers submitted since the last flush (one write), then queue them."""
+        batch, self._unjournaled = self._unjournaled, []
+        rows = [p for p in batch if p.row is not None]
+        if rows and self.journal is not None and self.journal_error is None:
             try:
-                self.journal.write([(row, response_id)])
-                pending.journaled = True
+                self.journal.write([(p.row, p.response_id) for p in rows])
+                for p in rows:
+                    p.journaled = True
             except JournalFullError as exc:
                 self.journal_error = exc
             self._check_full()
-        self._queue.put(pending)
-        return fut
+        for p in batch:
+            self._queue.put(p)
 
     async def aclose(self) -> None:
         """Commit everything queued, then stop the thread. A flush is never abandoned
@@ -140,6 +160,7 @@ class ResponseWriter:
         if self._closing:
             return
         self._closing = True
+        self._flush_journal()
         self._queue.put(_STOP)
         joined = asyncio.ensure_future(asyncio.to_thread(self._thread.join))
         while not joined.done():
