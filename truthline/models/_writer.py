@@ -145,7 +145,7 @@ class ResponseWriter:
         rows = [p for p in batch if p.row is not None]
         if rows and self.journal is not None and self.journal_error is None:
             try:
-                self.journal.write([(p.row, p.response_id) for p in rows])
+                self.journal.write([(p.row, p.response_id) for p in rows if p.row is not None])
                 for p in rows:
                     p.journaled = True
             except JournalFullError as exc:
