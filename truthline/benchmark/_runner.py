@@ -28,6 +28,7 @@ from truthline.benchmark._baselines import rule_error, support_of
 from truthline.benchmark._gold import Gold, GoldItem, load_gold
 from truthline.benchmark._scoring import answer_fields, leaf_of, score_answer
 from truthline.errors import TruthlineError
+from truthline.models._prompt import typed_meta
 from truthline.project import Project
 from truthline.store import Store, json_hash, now, tables
 
@@ -109,8 +110,6 @@ def _public_item(project: Project, it: GoldItem, control: str = "") -> dict[str,
 def public_meta(project: Project, it: GoldItem) -> dict[str, Any]:
     """The item's declared public inputs, typed (``typed_meta``): a cell that looks like JSON
     but does not parse is an error naming the item and column."""
-    from truthline.models._prompt import typed_meta
-
     allowed = set(project.benchmark.public_inputs)
     return typed_meta({k: v for k, v in it.meta.items() if k in allowed}, strict=it.key)
 

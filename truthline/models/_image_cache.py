@@ -33,6 +33,16 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+from truthline.models._images import (
+    KEEP_MAX_BYTES,
+    image_hash,
+    keeps,
+    mime_of,
+    read_source,
+    reencode,
+    source,
+)
+
 ENCODER = 2
 """Bump when ``encode_image`` changes the bytes it makes: old cache entries then miss (an
 answer's key holds the source's hash and the policy, not these bytes: stored answers stay
@@ -71,8 +81,6 @@ def encoder_tag(policy: dict[str, Any] | None) -> str:
     tag = _TAGS.get(params)
     if tag is None:
         import PIL
-
-        from truthline.models._images import KEEP_MAX_BYTES
 
         ident = json.dumps([ENCODER, KEEP_MAX_BYTES, *params, PIL.__version__])
         tag = _TAGS[params] = hashlib.sha256(ident.encode()).hexdigest()[:16]
@@ -139,15 +147,6 @@ class ImageCache:
 
     def data_url(self, path: Path, policy: dict[str, Any] | None = None) -> str:
         """``data:<mime>;base64,...`` of ``encode_image(path, policy)``."""
-        from truthline.models._images import (
-            image_hash,
-            keeps,
-            mime_of,
-            read_source,
-            reencode,
-            source,
-        )
-
         tag = encoder_tag(policy)
         key = (image_hash(path), tag)
         url = MEMORY.get(key)
