@@ -31,8 +31,9 @@ time (so every request is sent):
   The fixture's 32 px PNGs fit the default policy, so "encoded" is the check that keeps
   them as they are (a header read and a decode, ~0.05 ms); a source that must be resized
   pays one JPEG encode instead (kept on disk when it takes over 1 ms).
-* ``disk``: a rerun in a new process: the workspace holds the encoded images, the
-  process has none in memory (file hashes forgotten too).
+* ``disk``: a rerun in a new process: the workspace holds the encoded images and the
+  verdicts on which sources are sent as they are (read again from ``kept-sources.txt``),
+  the process has none in memory (file hashes forgotten too).
 * ``memory``: the images already encoded in this process (another model or variant).
 
 Own CPU (``--no-own`` skips it): the same three loops again with every answer given
@@ -276,12 +277,13 @@ def ours_benchmark(url: str, fx: Fixture, store, concurrency: int) -> None:
 
 def set_scenario(fx: Fixture, scenario: str) -> None:
     """Put the image caches in the state the scenario names (see the module docstring)."""
-    from truthline.models import _images
+    from truthline.models import _image_cache, _images
     from truthline.models._image_cache import MEMORY, clear_image_cache
 
     if scenario in ("cold", "disk"):
         MEMORY.clear()
         _images._HASHES.clear()
+        _image_cache._VERDICTS.clear()
     if scenario == "cold":
         clear_image_cache(fx.tmp / "image-cache")
 

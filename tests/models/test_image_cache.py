@@ -69,9 +69,34 @@ def image_requests(
 
 @pytest.fixture(autouse=True)
 def _fresh_memory():
+    from truthline.models import _image_cache
+
     MEMORY.clear()
+    _image_cache._VERDICTS.clear()
     yield
     MEMORY.clear()
+    _image_cache._VERDICTS.clear()
+
+
+def _new_process() -> None:
+    """What a new process starts without: encoded images, hashes, verdicts read."""
+    from truthline.models import _image_cache, _images
+
+    MEMORY.clear()
+    _images._HASHES.clear()
+    _image_cache._VERDICTS.clear()
+
+
+@pytest.fixture
+def decodes(monkeypatch) -> list[Path]:
+    """The paths ``keeps`` decoded (to tell whether a source fits and decodes whole)."""
+    from truthline.models import _image_cache
+
+    real, seen = _image_cache.keeps, []
+    monkeypatch.setattr(
+        _image_cache, "keeps", lambda d, p, pol=None: seen.append(p) or real(d, p, pol)
+    )
+    return seen
 
 
 POLICIES = [{"max_side": 64}, {"max_side": 64, "jpeg_quality": 40}, {"max_side": 139}]
@@ -422,3 +447,100 @@ def test_held_sources_are_bounded_and_kept_only_while_a_run_lives(tmp_path, read
     finally:
         HELD.scope.leave()
     assert (HELD.size, HELD.scope.depth) == (0, 0)
+
+
+FITS = {"max_side": 64}
+"""The 20x30 sources below fit it: sent as they are."""
+
+
+def test_a_later_process_sends_a_kept_source_without_decoding_it_again(tmp_path, decodes):
+    """The verdict that a source is sent as it is stays in the cache folder (0600, one line
+    per source and encoder): a later process decodes none of those sources again and sends
+    the same bytes; a new or changed source is decoded (and a broken one refused)."""
+    from truthline.errors import TruthlineError
+
+    folder = tmp_path / "cache"
+    imgs = [write_png(tmp_path / f"{i}.png", 40 + i, (20, 30, 3)) for i in range(3)]
+    cache = ImageCache(folder)
+    urls = [cache.data_url(p, FITS) for p in imgs]
+    assert [from_url(u) for u in urls] == [p.read_bytes() for p in imgs]
+    assert decodes == imgs and cache.stats["kept"] == 3
+    cache.flush()
+    verdicts = folder / "kept-sources.txt"
+    assert stat.S_IMODE(verdicts.stat().st_mode) == 0o600
+    assert len(verdicts.read_text().split()) == 3
+
+    _new_process()
+    decodes.clear()
+    again = ImageCache(folder)
+    assert [again.data_url(p, FITS) for p in imgs] == urls
+    assert decodes == [] and again.stats == {"memory": 0, "kept": 3, "disk": 0, "encoded": 0}
+    # another policy's encoder is another verdict; a new source is decoded
+    other = write_png(tmp_path / "new.png", 50, (20, 30, 3))
+    again.data_url(imgs[0], {"max_side": 48})
+    again.data_url(other, FITS)
+    assert decodes == [imgs[0], other]
+    # a source changed since (here: cut short) has other bytes: decoded, and refused
+    imgs[1].write_bytes(imgs[1].read_bytes()[:-40])
+    _new_process()
+    with pytest.raises(TruthlineError, match=r"1\.png: cannot encode image"):
+        ImageCache(folder).data_url(imgs[1], FITS)
+
+
+def test_verdicts_are_written_in_batches_bounded_and_cleared(tmp_path, decodes, monkeypatch):
+    from truthline.models import _image_cache
+
+    folder = tmp_path / "cache"
+    verdicts = folder / "kept-sources.txt"
+    imgs = [write_png(tmp_path / f"{i}.png", 60 + i, (20, 30, 3)) for i in range(5)]
+    monkeypatch.setattr(_image_cache, "VERDICTS_PER_WRITE", 2)
+    cache = ImageCache(folder)
+    cache.data_url(imgs[0], FITS)
+    assert not verdicts.exists()  # held until a batch is full (or flush)
+    cache.data_url(imgs[1], FITS)
+    assert len(verdicts.read_text().split()) == 2
+    for p in imgs[2:]:
+        cache.data_url(p, FITS)
+    cache.flush()
+    assert len(verdicts.read_text().split()) == 5
+    # a memory-only cache keeps no verdicts (and decodes each source it sees)
+    _new_process()
+    decodes.clear()
+    ImageCache(None).data_url(imgs[0], FITS)
+    assert decodes == [imgs[0]]
+    # past its bound the file starts over: every source is decoded once more
+    _new_process()
+    decodes.clear()
+    monkeypatch.setattr(_image_cache, "MAX_VERDICT_BYTES", 10)
+    cache = ImageCache(folder)
+    cache.data_url(imgs[0], FITS)
+    assert decodes == [imgs[0]] and not verdicts.exists()
+    cache.flush()
+    assert len(verdicts.read_text().split()) == 1
+    # clearing the cache clears the verdicts too (they are counted as what was removed)
+    size = verdicts.stat().st_size
+    assert clear_image_cache(folder) == (1, size) and not verdicts.exists()
+    decodes.clear()
+    ImageCache(folder).data_url(imgs[0], FITS)
+    assert decodes == [imgs[0]]
+
+
+def test_a_run_leaves_its_verdicts_in_the_workspace(tmp_path, tiny, store, decodes):
+    """The backend writes what it found on closing: the next run (a new process) sends the
+    same sources without decoding one."""
+    imgs = [write_png(tmp_path / f"{i}.png", 70 + i, (20, 30, 3)) for i in range(3)]
+    stub = StubServer(answer=lambda body: '{"label": "cat", "count": 1}').start()
+    try:
+        for variant in ("a", "b"):
+            out = run_requests(
+                store,
+                f"openai:m@{stub.url}",
+                image_requests(tiny, imgs, FITS, variant),
+                progress=False,
+            )
+            assert [r.status for r in out] == ["parsed"] * 3
+            assert len(decodes) == 3, "decoded in the first run only"
+            _new_process()
+    finally:
+        stub.stop()
+    assert len((tmp_path / "image-cache" / "kept-sources.txt").read_text().split()) == 3

@@ -44,6 +44,9 @@ class HFBackend(Backend):
         super().bind(store)
         self.images = ImageCache(default_image_cache_dir(store))
 
+    async def aclose(self) -> None:
+        self.images.flush()  # the sources found sent as they are, for the next run
+
     def _load(self) -> None:
         with self._lock:
             if self._model is not None:

@@ -360,6 +360,7 @@ class OpenAIBackend(Backend):
         return f"{self.spec.alias} at {redact_url(self.endpoint.url)}"
 
     async def aclose(self) -> None:
+        self.images.flush()  # the sources found sent as they are, for the next run
         if self._client is not None:
             await self._client.close()
             self._client = None
