@@ -1,4 +1,5 @@
-"""JSON text exactly as ``json.dumps`` writes it, from one C encoder built once.
+"""JSON text: exactly as ``json.dumps`` writes it, from one C encoder built once
+(``make_dumps``: what cache keys hash); and a JSON cell's text (``cell_dumps``).
 
 Why: ``json.dumps`` builds a new C encoder on every call (``JSONEncoder.iterencode``), and
 with any option (``sort_keys``, ``default``) a new ``JSONEncoder`` too. On the runner's hot
