@@ -1,5 +1,4 @@
-"""``make_dumps``: the text cache keys hash is ``json.dumps``'s, byte for byte; ``cell_dumps``:
-a JSON cell reads back as ``json.dumps``'s text does."""
+"""``make_dumps``: the store's JSON text (cache keys hash it) is ``json.dumps``'s, byte for byte."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sqlalchemy import select, text
+from sqlalchemy import text
 
 from truthline.store import Store, _json_text, json_hash, make_dumps, now, tables
 
@@ -78,62 +77,24 @@ def test_json_hash_unchanged() -> None:
     assert json_hash(obj) == "4edc675fe7d6798bc306a9432073689d9c1f00b8213c44176094098ee16ada9b"
 
 
-@settings(max_examples=300, deadline=None)
-@given(_json)
-def test_a_cell_reads_back_as_json_dumps_text_does(obj: object) -> None:
-    """``cell_dumps`` (orjson where it can) reads back as ``json.dumps``'s text does: NaN and
-    infinities stay themselves, integers past 64 bits and int keys are kept."""
-    got, want = json.loads(_json_text.cell_dumps(obj)), json.loads(json.dumps(obj))
-    assert _same(got, want)
-
-
-def _same(a: object, b: object) -> bool:
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
-        return True
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    return type(a) is type(b) and a == b
-
-
-def test_a_cell_falls_back_where_orjson_would_change_the_value() -> None:
-    cell = _json_text.cell_dumps
-    assert cell({"x": float("nan"), "y": None}) == '{"x": NaN, "y": null}'
-    assert cell([float("inf")]) == "[Infinity]"
-    assert cell({"n": None, "s": "null"}) == '{"n":null,"s":"null"}'  # nulls, no NaN: orjson
-    assert cell({1: "a"}) == '{"1": "a"}' and cell(2**70) == str(2**70)
-    assert cell({"label": "chien é"}) == '{"label":"chien é"}'
-    with pytest.raises(TypeError, match="datetime is not JSON serializable"):
-        cell({"t": datetime(2026, 12, 8, tzinfo=UTC)})
-
-
-def test_store_json_cells_read_back_as_stored(tmp_path) -> None:
-    """A JSON cell stored through the engine is ``cell_dumps``'s text and reads back as the
-    value, NaN included."""
+def test_store_json_cells_are_json_dumps_text(tmp_path) -> None:
+    """A JSON cell stored through the engine holds ``json.dumps``'s text."""
     store = Store(f"sqlite:///{tmp_path / 's.db'}")
     value = {"label": "chien é", "count": 3, "nested": [1.5, None, True]}
     ts = now()
     with store.begin() as conn:
-        for key, parsed in (("k", value), ("n", {"x": float("nan")})):
-            conn.execute(
-                tables.responses.insert().values(
-                    cache_key=key * 64,
-                    purpose="check",
-                    model_spec="scripted:x",
-                    model_alias="x",
-                    status="parsed",
-                    parsed=parsed,
-                    created_at=ts,
-                    updated_at=ts,
-                )
+        conn.execute(
+            tables.responses.insert().values(
+                cache_key="k" * 64,
+                purpose="check",
+                model_spec="scripted:x",
+                model_alias="x",
+                status="parsed",
+                parsed=value,
+                created_at=ts,
+                updated_at=ts,
             )
-        raw = conn.execute(text("SELECT parsed FROM responses ORDER BY cache_key")).scalars().all()
-        read = (
-            conn.execute(select(tables.responses.c.parsed).order_by(tables.responses.c.cache_key))
-            .scalars()
-            .all()
         )
+        raw = conn.execute(text("SELECT parsed FROM responses")).scalar_one()
     store.close()
-    assert raw == [_json_text.cell_dumps(value), '{"x": NaN}']
-    assert read[0] == value and math.isnan(read[1]["x"])
+    assert raw == json.dumps(value)

@@ -1,5 +1,4 @@
-"""JSON text: exactly as ``json.dumps`` writes it, from one C encoder built once
-(``make_dumps``: what cache keys hash); and a JSON cell's text (``cell_dumps``).
+"""JSON text exactly as ``json.dumps`` writes it, from one C encoder built once.
 
 Why: ``json.dumps`` builds a new C encoder on every call (``JSONEncoder.iterencode``), and
 with any option (``sort_keys``, ``default``) a new ``JSONEncoder`` too. On the runner's hot
@@ -18,12 +17,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import math
 from collections.abc import Callable
 from json import encoder as _encoder
 from typing import Any
-
-import orjson
 
 Dumps = Callable[[Any], str]
 
@@ -84,48 +80,6 @@ def make_dumps(
 
 
 dumps = make_dumps()
-"""``json.dumps(obj)``, built once."""
+"""``json.dumps(obj)``: the store's JSON columns (the engine's ``json_serializer``)."""
 
-_CELL_OPTIONS = (
-    orjson.OPT_PASSTHROUGH_DATETIME
-    | orjson.OPT_PASSTHROUGH_DATACLASS
-    | orjson.OPT_PASSTHROUGH_SUBCLASS
-)
-
-
-def _not_here(obj: Any) -> Any:
-    raise TypeError  # orjson's ``default``: the value goes to ``json.dumps`` instead
-
-
-def _non_finite(obj: Any) -> bool:
-    if isinstance(obj, float):
-        return not math.isfinite(obj)
-    if isinstance(obj, dict):
-        return any(_non_finite(v) for v in obj.values())
-    if isinstance(obj, list | tuple):
-        return any(_non_finite(v) for v in obj)
-    return False
-
-
-def cell_dumps(obj: Any) -> str:
-    """A JSON cell's text (the engine's ``json_serializer``): orjson's where it writes the
-    value as ``json.dumps`` reads it, else ``json.dumps``'s.
-
-    Why: a benchmark answer writes five JSON cells, and the stdlib encoder took ~8 µs for
-    them where orjson takes ~4. The text is compact and UTF-8 (not ``json.dumps``'s
-    spaced ASCII); it reads back as the same value, and nothing compares cells as text
-    (cache keys hash ``json_hash``'s own text, never a cell). ``json.dumps`` writes what
-    orjson would not write as it is read: ``NaN``/``Infinity`` (orjson writes ``null``:
-    looked for only where a ``null`` is in the text), an integer past 64 bits, a non-string
-    key, a subclass of ``str``/``int``/``dict``/``list``, a datetime or a dataclass (the
-    last two raise there, as they always did)."""
-    try:
-        out = orjson.dumps(obj, default=_not_here, option=_CELL_OPTIONS)
-    except TypeError:  # orjson.JSONEncodeError
-        return dumps(obj)
-    if b"null" in out and _non_finite(obj):
-        return dumps(obj)
-    return out.decode()
-
-
-__all__ = ["Dumps", "cell_dumps", "dumps", "make_dumps"]
+__all__ = ["Dumps", "dumps", "make_dumps"]

@@ -17,7 +17,7 @@ from sqlalchemy.exc import DatabaseError, DataError, DBAPIError, OperationalErro
 from truthline.errors import TruthlineError
 from truthline.store import _tables as t
 from truthline.store._json_rows import rows_with_json
-from truthline.store._json_text import cell_dumps, make_dumps
+from truthline.store._json_text import dumps, make_dumps
 from truthline.store._migrations import LATEST, current_version, migrate
 from truthline.store._snapshots import resolve_snapshot
 from truthline.store._status import AnnotationCounts, GoldCounts, PredictionCounts, StageCounts
@@ -175,9 +175,9 @@ class Store:
         if file is not None and create and "mode=ro" not in url:
             _create_private(file)
         try:
-            # JSON cells by orjson where it writes them as they read (``_json_text``)
+            # JSON cells as json.dumps writes them, from one encoder (``_json_text``)
             self.engine: Engine = create_engine(
-                url, future=True, pool_pre_ping=True, json_serializer=cell_dumps
+                url, future=True, pool_pre_ping=True, json_serializer=dumps
             )
         except Exception as exc:  # bad URL / missing driver
             hint = _url_hint(url)
