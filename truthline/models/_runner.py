@@ -205,7 +205,8 @@ class _Run:
         self.task: Any = None
         self.writer: Any = None
         self.unreported: dict[int, tuple[Job, asyncio.Future]] = {}
-        self.max_unreported = 256
+        self.max_unreported = 1024
+        """Answers awaiting their commit before the workers wait (the writer's groups)."""
         self.error: BaseException | None = None
         self.auth: InfraError | None = None
         """The first rejection of the key (the run stopped there)."""
