@@ -184,6 +184,30 @@ def test_an_answer_is_in_the_journal_when_submitted_before_its_commit(store, tmp
     assert len(set(ids)) == 3 and _count(store) == 3
 
 
+def test_a_row_the_journal_cannot_write_fails_its_answer_not_the_run(store, tmp_path):
+    """The turn's journal write is a loop callback: a row it cannot encode (here a set)
+    fails that answer's future with the reason (unresolved, the run would hang); the other
+    answers of the turn are journaled and stored."""
+    import asyncio
+
+    async def main() -> None:
+        writer = ResponseWriter(store, asyncio.get_running_loop(), linger_s=0.0)
+        writer.journal = Journal(tmp_path / "j", store)
+        bad = _row("bad")
+        bad["parsed"] = {"x": {1, 2}}
+        futs = [writer.submit(_row("a")), writer.submit(bad)]
+        done = await asyncio.wait_for(asyncio.gather(*futs, return_exceptions=True), 10)
+        assert isinstance(done[0], int)
+        assert isinstance(done[1], TypeError) and "cannot journal set" in str(done[1])
+        await writer.aclose()
+        lines = writer.journal.path.read_bytes().rstrip(b"\0").splitlines()
+        assert [json.loads(x)["row"]["cache_key"] for x in lines[1:]] == ["a"]
+        writer.journal.close()
+
+    asyncio.run(main())
+    assert set(_stored(store)) == {"a"}
+
+
 def _stored(store: Store) -> dict[str, dict]:
     cols = [c for c in tables.responses.c if c.name != "id"]
     with store.begin() as conn:

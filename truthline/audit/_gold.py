@@ -657,13 +657,15 @@ def load_gold(store: Store, project: str, snapshot: str | None = None, slice_: s
     for r in rows:
         item = items.get(r.item_id)
         if item is None:
+            a = about.get(r.item_id)
+            if a is None:  # no such item (as the join these two queries replace dropped it)
+                continue
             if r.item_id in gone:
-                withdrawn[about[r.item_id].key] = gone[r.item_id]
+                withdrawn[a.key] = gone[r.item_id]
                 continue
             arm = arms.get(r.item_id)
             if not every and not in_slice(slice_, r.provenance, arm):
                 continue
-            a = about[r.item_id]
             item = items[r.item_id] = GoldItem(
                 a.id,
                 a.key,

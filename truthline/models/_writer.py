@@ -8,13 +8,13 @@ the runner reports an answer (result, ``on_result``, progress) only after its co
 and the wait is at most one group commit plus ``linger_s``. A group is whatever arrived
 during the previous commit or within ``linger_s`` (25 ms; ``journaled_linger_s``, 250 ms,
 once the answers are journaled) of the group's first row (at most ``max_group`` rows; the
-thread sleeps once per group rather than waking for every row; closing the writer cuts the
-sleep short): a transaction costs more than its rows, so answers arriving a few
+thread sleeps once per group rather than waking for every row; closing the writer cuts
+the sleep short): a transaction costs more than its rows, so answers arriving a few
 milliseconds apart share one. On SQLite a row costs ~32 µs of CPU in groups of 50, ~19 in
 groups of 250 and ~16 in groups of 1,000 (the random cache keys' index pages are written
-once per commit), so journaled answers, which a crash cannot lose, wait longer. Without a journal
-a crash can lose at most that window's answers (not yet reported, so a rerun asks them
-again); with one it loses none (they are in the journal as they arrive).
+once per commit), so journaled answers, which a crash cannot lose, wait longer. Without
+a journal a crash can lose at most that window's answers (not yet reported, so a rerun
+asks them again); with one it loses none (they are in the journal as they arrive).
 
 Two runs on one store are safe: a response is inserted with ``ON CONFLICT DO NOTHING``
 (SQLite and PostgreSQL dialect inserts) and a key another run stored first resolves to
@@ -143,19 +143,37 @@ class ResponseWriter:
         return fut
 
     def _flush_journal(self) -> None:
-        """Journal the answers submitted since the last flush (one write), then queue them."""
+        """Journal the answers submitted since the last flush (one write), then queue them.
+        A row the journal cannot write (not JSON) fails its own answer with the reason, as
+        ``submit`` did when it wrote each row itself; the others go on."""
         batch, self._unjournaled = self._unjournaled, []
         rows = [p for p in batch if p.row is not None]
+        failed: set[int] = set()
         if rows and self.journal is not None and self.journal_error is None:
             try:
-                self.journal.write([(p.row, p.response_id) for p in rows if p.row is not None])
-                for p in rows:
-                    p.journaled = True
+                self._journal_rows(rows)
             except JournalFullError as exc:
                 self.journal_error = exc
+            except Exception:  # which row: each on its own
+                for p in rows:
+                    try:
+                        self._journal_rows([p])
+                    except JournalFullError as exc:
+                        self.journal_error = exc
+                        break
+                    except Exception as exc:
+                        p.future.set_exception(exc)
+                        failed.add(id(p))
             self._check_full()
         for p in batch:
-            self._queue.put(p)
+            if id(p) not in failed:
+                self._queue.put(p)
+
+    def _journal_rows(self, rows: list[_Pending]) -> None:
+        assert self.journal is not None
+        self.journal.write([(p.row, p.response_id) for p in rows if p.row is not None])
+        for p in rows:
+            p.journaled = True
 
     async def aclose(self) -> None:
         """Commit everything queued, then stop the thread. A flush is never abandoned
