@@ -533,8 +533,9 @@ NOTE = (
     "Scenarios: cold = first run (every image hashed and encoded); disk = rerun in a new "
     "process (images encoded in the workspace's image-cache/); memory = images already "
     "encoded in this process (another model or variant). The 32 px test PNGs fit the "
-    "default policy, so they are sent as they are (checked and decoded once, never "
-    "re-encoded nor kept on disk): cold and disk measure that check. "
+    "default policy, so they are sent as they are (checked and decoded once per workspace, "
+    "the verdict kept in image-cache/kept-sources.txt; never re-encoded): cold measures "
+    "that check, disk reads the verdicts back. "
     "Goal (issue 28): <= 1.05x."
 )
 
