@@ -162,7 +162,7 @@ class ResponseWriter:
                         self.journal_error = exc
                         break
                     except Exception as exc:
-                        p.future.set_exception(exc)
+                        _fail([p], exc)
                         failed.add(id(p))
             self._check_full()
         for p in batch:
