@@ -9,7 +9,6 @@ hashes, from parts serialized once per run.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 from truthline.models._images import image_hash
 from truthline.models._spec import ModelSpec
 from truthline.models._types import ModelRequest
-from truthline.store import json_hash, make_dumps
+from truthline.store import json_hash, json_hash_text, text_hash
 
 KEY_LABELS = ("condition", "control", "variant")
 """Settings that only label a request (a benchmark's condition, control, prompt variant):
@@ -27,8 +26,7 @@ the key, so a benchmark request byte-identical to a prefill request shares its a
 Key = tuple[str, str, list[str]]
 """``(cache_key, prompt_hash, image_hashes)``."""
 
-_TEXT = make_dumps(sort_keys=True, default=str)
-"""``json_hash``'s text (``json.dumps(obj, sort_keys=True, default=str)``)."""
+_TEXT = json_hash_text
 
 
 def request_key(spec: ModelSpec, req: ModelRequest, *, reads_context: bool = False) -> Key:
@@ -102,13 +100,9 @@ def request_keys(
         prompt = json_hash([req.system, req.user])
         images = [image_hash(p) for p in req.images]
         head = f'{{"images": {_TEXT(images)}, "model": {model}, "prompt": {_TEXT(prompt)}, '
-        keys.append((_digest(f'{head}"settings": {done[1]}}}'), prompt, images))
-        legacy.append(_digest(f'{head}"settings": {done[2]}}}') if done[2] is not None else None)
+        keys.append((text_hash(f'{head}"settings": {done[1]}}}'), prompt, images))
+        legacy.append(text_hash(f'{head}"settings": {done[2]}}}') if done[2] is not None else None)
     return keys, legacy
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def fresh_key(key: str, since: datetime) -> str:

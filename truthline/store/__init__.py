@@ -1,7 +1,9 @@
 """The store: SQLAlchemy Core tables over SQLite (default) or PostgreSQL, with migrations.
 
 Public API: ``Store`` (open + migrate), ``StoreError``, ``explain`` (one line for a
-database error), ``tables`` (the table objects), ``now``, ``json_hash``, ``redact_url``;
+database error), ``tables`` (the table objects), ``now``, ``json_hash`` (and
+``json_hash_text``/``text_hash``: its text and digest, for keys put together from parts),
+``redact_url``;
 ``lineage`` (one item field's whole history, a ``Lineage``), ``last_pull``,
 ``item_task_urls`` and ``task_url`` (Label Studio task links); ``rows_with_json`` (a
 query's rows with their JSON cells decoded in one pass on SQLite); ``make_dumps``
@@ -24,7 +26,16 @@ from truthline.store._simulated import (
 )
 from truthline.store._snapshots import resolve_snapshot
 from truthline.store._status import AnnotationCounts, GoldCounts, PredictionCounts, StageCounts
-from truthline.store._store import Store, StoreError, explain, json_hash, now, redact_url
+from truthline.store._store import (
+    Store,
+    StoreError,
+    explain,
+    json_hash,
+    json_hash_text,
+    now,
+    redact_url,
+    text_hash,
+)
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -38,6 +49,7 @@ __all__ = [
     "explain",
     "item_task_urls",
     "json_hash",
+    "json_hash_text",
     "last_pull",
     "lineage",
     "make_dumps",
@@ -52,4 +64,5 @@ __all__ = [
     "simulated_annotators",
     "tables",
     "task_url",
+    "text_hash",
 ]

@@ -33,7 +33,16 @@ _HASHED = make_dumps(sort_keys=True, default=str)
 
 def json_hash(obj: Any) -> str:
     """Stable SHA-256 of a JSON-able object (sorted keys)."""
-    return hashlib.sha256(_HASHED(obj).encode()).hexdigest()
+    return text_hash(_HASHED(obj))
+
+
+json_hash_text = _HASHED
+"""The text ``json_hash`` hashes (callers that put a hashed text together from parts)."""
+
+
+def text_hash(text: str) -> str:
+    """``json_hash`` of an object whose ``json_hash_text`` is ``text``."""
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:  # pragma: no cover - trivial
